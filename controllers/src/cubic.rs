@@ -1,0 +1,387 @@
+//! Reference CUBIC (RFC 9438), the standard peer of hosts that have no
+//! built-in one, such as the lab simulator.
+//!
+//! # Rules (RFC 9438 section 4, windows in segments, time in seconds)
+//!
+//! * Window growth in congestion avoidance follows
+//!   `W_cubic(t) = C (t - K)³ + W_max` from the start of the epoch (the
+//!   first acknowledgement after a loss event), with
+//!   `K = ∛((W_max - cwnd_epoch) / C)`. Each acknowledged segment moves the
+//!   window by `(target - cwnd) / cwnd` towards
+//!   `target = W_cubic(t + RTT)`, clamped to `[cwnd, 1.5 cwnd]`.
+//! * Reno-friendly region: `W_est` grows by `α_cubic` segments per window
+//!   acknowledged, `α_cubic = 3 (1 - β) / (1 + β)`, and by 1 once it passes
+//!   W_max; when `W_cubic(t) < W_est` the window is `W_est`.
+//! * On a loss event `W_max` is the window (or `cwnd (1 + β) / 2` with fast
+//!   convergence, when the window is below the previous `W_max`), and the
+//!   window and slow start threshold become `β cwnd`.
+//! * On persistent congestion the slow start threshold becomes `β cwnd`, the
+//!   window collapses to the minimum and the epoch restarts.
+//! * Slow start is standard (HyStart++ is not implemented; quiche's CUBIC
+//!   enables it by default, which the lab's validation notes).
+//!
+//! The constants are parameters ([`CubicParams`]) so that weighted variants
+//! can reuse the same state machine.
+
+use std::time::Duration;
+
+use crate::controller::Params;
+use crate::time::Time;
+use crate::window::LossWindow;
+use crate::window::Named;
+use crate::window::RecoveryPeriod;
+use crate::window::SingleWindow;
+use crate::window::MINIMUM_WINDOW_PACKETS;
+
+/// The constants of CUBIC.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CubicParams {
+    /// `C`, segments per second³ (RFC 9438: 0.4).
+    pub c: f64,
+    /// `β_cubic`, the window kept on a loss event (RFC 9438: 0.7).
+    pub beta: f64,
+    /// `α_cubic`, the Reno-friendly increase in segments per RTT below W_max
+    /// (RFC 9438: 3 (1 - β) / (1 + β)).
+    pub alpha: f64,
+    /// The Reno-friendly increase above W_max (RFC 9438: 1).
+    pub alpha_above_w_max: f64,
+    /// Whether fast convergence releases bandwidth to newer flows.
+    pub fast_convergence: bool,
+}
+
+impl CubicParams {
+    /// RFC 9438's constants.
+    pub const STANDARD: CubicParams = CubicParams {
+        c: 0.4,
+        beta: 0.7,
+        alpha: 3.0 * (1.0 - 0.7) / (1.0 + 0.7),
+        alpha_above_w_max: 1.0,
+        fast_convergence: true,
+    };
+
+    /// `W_cubic(t)` in segments for a given `W_max` and `K`.
+    pub fn w_cubic(&self, t: f64, k: f64, w_max: f64) -> f64 {
+        self.c * (t - k).powi(3) + w_max
+    }
+
+    /// `K`, seconds until `W_cubic` returns from `cwnd_epoch` to `W_max`.
+    pub fn k(&self, w_max: f64, cwnd_epoch: f64) -> f64 {
+        ((w_max - cwnd_epoch).max(0.0) / self.c).cbrt()
+    }
+}
+
+/// CUBIC's window state machine, windows in bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CubicWindow {
+    /// Constants.
+    params: CubicParams,
+    /// Congestion window, bytes.
+    window: f64,
+    /// Slow start threshold, bytes.
+    ssthresh: f64,
+    /// Window before the last decrease, bytes (`W_max`).
+    w_max: f64,
+    /// `W_max` before the last decrease, for fast convergence (bytes).
+    previous_w_max: f64,
+    /// Start of the current congestion avoidance epoch.
+    epoch_start: Option<Time>,
+    /// `K` of the current epoch, seconds.
+    k: f64,
+    /// Reno-friendly window estimate, bytes.
+    w_est: f64,
+    /// Maximum datagram size, bytes.
+    max_datagram_size: f64,
+    /// Which packets were sent before the last decrease.
+    recovery: RecoveryPeriod,
+}
+
+impl CubicWindow {
+    /// A window in slow start at the initial window.
+    pub fn new(params: CubicParams, host: &Params) -> Self {
+        let max_datagram_size = host.max_datagram_size as f64;
+        let window = host.initial_window_packets as f64 * max_datagram_size;
+        CubicWindow {
+            params,
+            window,
+            ssthresh: f64::INFINITY,
+            w_max: 0.0,
+            previous_w_max: 0.0,
+            epoch_start: None,
+            k: 0.0,
+            w_est: window,
+            max_datagram_size,
+            recovery: RecoveryPeriod::default(),
+        }
+    }
+
+    /// The constants.
+    pub fn params(&self) -> CubicParams {
+        self.params
+    }
+
+    /// Replaces the constants; the window is kept and the epoch restarts.
+    pub fn set_params(&mut self, params: CubicParams) {
+        self.params = params;
+        self.epoch_start = None;
+    }
+
+    /// Congestion window, bytes.
+    pub fn window(&self) -> f64 {
+        self.window
+    }
+
+    /// Slow start threshold, bytes.
+    pub fn ssthresh(&self) -> f64 {
+        self.ssthresh
+    }
+
+    /// `W_max`, bytes.
+    pub fn w_max(&self) -> f64 {
+        self.w_max
+    }
+
+    /// `K` of the current epoch, seconds.
+    pub fn k(&self) -> f64 {
+        self.k
+    }
+
+    /// Whether the window is in slow start.
+    pub fn in_slow_start(&self) -> bool {
+        self.window < self.ssthresh
+    }
+
+    /// Whether no packet sent since the last decrease was acknowledged.
+    pub fn in_recovery(&self) -> bool {
+        self.recovery.in_recovery()
+    }
+
+    /// Phase name for logs.
+    pub fn phase(&self) -> &'static str {
+        self.recovery.phase(self.in_slow_start())
+    }
+
+    fn minimum_window(&self) -> f64 {
+        MINIMUM_WINDOW_PACKETS * self.max_datagram_size
+    }
+
+    /// Changes the segment size.
+    pub fn set_max_datagram_size(&mut self, bytes: usize) {
+        self.max_datagram_size = bytes as f64;
+        self.window = self.window.max(self.minimum_window());
+    }
+
+    /// Packet `number` was sent.
+    pub fn on_sent(&mut self, number: u64) {
+        self.recovery.on_sent(number);
+    }
+
+    /// Packet `number` of `bytes` was acknowledged at `now` with smoothed RTT
+    /// `rtt`; `may_grow` is false for app-limited packets.
+    pub fn on_ack(&mut self, number: u64, bytes: usize, now: Time, rtt: Duration, may_grow: bool) {
+        self.recovery.on_acked(number);
+        if !may_grow || self.recovery.sent_before_decrease(number) || bytes == 0 {
+            return;
+        }
+        let acked = bytes as f64;
+        if self.in_slow_start() {
+            self.window += acked;
+            return;
+        }
+
+        let mss = self.max_datagram_size;
+        let epoch_start = *self.epoch_start.get_or_insert_with(|| {
+            // A new epoch starts at the current window.
+            if self.w_max < self.window {
+                self.w_max = self.window;
+            }
+            self.k = self.params.k(self.w_max / mss, self.window / mss);
+            self.w_est = self.window;
+            now
+        });
+        let t = now.saturating_duration_since(epoch_start).as_secs_f64();
+        let w_max_segments = self.w_max / mss;
+        let cubic_now = self.params.w_cubic(t, self.k, w_max_segments) * mss;
+        let target = (self.params.w_cubic(t + rtt.as_secs_f64(), self.k, w_max_segments) * mss)
+            .clamp(self.window, 1.5 * self.window);
+
+        let alpha = if self.w_est < self.w_max { self.params.alpha } else { self.params.alpha_above_w_max };
+        self.w_est += alpha * mss * acked / self.window;
+
+        if cubic_now < self.w_est {
+            self.window = self.w_est.max(self.window);
+        } else {
+            self.window += (target - self.window) * acked / self.window;
+        }
+    }
+
+    /// Packet `number` was lost; returns whether a loss event began.
+    pub fn on_loss(&mut self, number: u64) -> bool {
+        if self.recovery.sent_before_decrease(number) {
+            return false;
+        }
+        let beta = self.params.beta;
+        self.w_max = if self.params.fast_convergence && self.window < self.previous_w_max {
+            self.window * (1.0 + beta) / 2.0
+        } else {
+            self.window
+        };
+        self.previous_w_max = self.w_max;
+        self.window = (self.window * beta).max(self.minimum_window());
+        self.ssthresh = self.window;
+        self.epoch_start = None;
+        self.recovery.start(Some(number));
+        true
+    }
+
+    /// Persistent congestion: collapse to the minimum window.
+    pub fn on_persistent_congestion(&mut self) {
+        self.w_max = self.window;
+        self.previous_w_max = self.w_max;
+        self.ssthresh = (self.window * self.params.beta).max(self.minimum_window());
+        self.window = self.minimum_window();
+        self.epoch_start = None;
+        self.recovery.start(None);
+    }
+}
+
+impl LossWindow for CubicWindow {
+    fn on_sent(&mut self, number: u64) {
+        CubicWindow::on_sent(self, number);
+    }
+
+    fn on_acked(&mut self, number: u64, bytes: usize, now: Time, smoothed_rtt: Duration, may_grow: bool) {
+        self.on_ack(number, bytes, now, smoothed_rtt, may_grow);
+    }
+
+    fn on_lost(&mut self, number: u64) -> bool {
+        self.on_loss(number)
+    }
+
+    fn collapse(&mut self) {
+        self.on_persistent_congestion();
+    }
+
+    fn set_max_datagram_size(&mut self, bytes: usize) {
+        CubicWindow::set_max_datagram_size(self, bytes);
+    }
+
+    fn window(&self) -> f64 {
+        self.window
+    }
+
+    fn ssthresh(&self) -> f64 {
+        self.ssthresh
+    }
+
+    fn in_slow_start(&self) -> bool {
+        CubicWindow::in_slow_start(self)
+    }
+
+    fn recovery(&self) -> &RecoveryPeriod {
+        &self.recovery
+    }
+}
+
+/// The CUBIC controller.
+pub type Cubic = SingleWindow<CubicWindow, Named>;
+
+impl Cubic {
+    /// CUBIC with RFC 9438's constants.
+    pub fn new(params: &Params) -> Self {
+        SingleWindow::around(CubicWindow::new(CubicParams::STANDARD, params), Named("cubic"), params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: usize = 1000;
+
+    fn host() -> Params {
+        Params { initial_window_packets: 10, max_datagram_size: MSS, initial_rtt: Duration::from_millis(100) }
+    }
+
+    /// A CUBIC window grown in slow start to `packets` and then decreased once.
+    fn after_loss_at(packets: u64) -> CubicWindow {
+        let mut window = CubicWindow::new(CubicParams::STANDARD, &host());
+        for n in 0..packets - 10 {
+            window.on_sent(n);
+            window.on_ack(n, MSS, Time::ZERO, Duration::from_millis(100), true);
+        }
+        assert_eq!(window.window(), packets as f64 * 1000.0);
+        window.on_sent(packets);
+        assert!(window.on_loss(packets));
+        window
+    }
+
+    #[test]
+    fn loss_keeps_beta_of_the_window_and_remembers_w_max() {
+        let window = after_loss_at(100);
+        assert_eq!(window.window(), 70_000.0);
+        assert_eq!(window.ssthresh(), 70_000.0);
+        assert_eq!(window.w_max(), 100_000.0);
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max_below_the_previous_one() {
+        let mut window = after_loss_at(100);
+        window.on_sent(200);
+        window.on_sent(201);
+        window.on_ack(201, MSS, Time::ZERO, Duration::from_millis(100), true);
+        // The window is about 70 packets < previous W_max 100: W_max = w (1 + 0.7) / 2.
+        let w = window.window();
+        assert!(window.on_loss(201));
+        assert!((window.w_max() - w * 0.85).abs() < 1e-9);
+    }
+
+    #[test]
+    fn k_is_the_time_to_return_to_w_max() {
+        // W_max 100, cwnd_epoch 70 segments: K = cbrt(30 / 0.4) = cbrt(75) = 4.2172 s.
+        let params = CubicParams::STANDARD;
+        let k = params.k(100.0, 70.0);
+        assert!((k - 75f64.cbrt()).abs() < 1e-12);
+        assert!((k - 4.217163326508746).abs() < 1e-12);
+        assert!((params.w_cubic(k, k, 100.0) - 100.0).abs() < 1e-12);
+        assert!((params.w_cubic(0.0, k, 100.0) - 70.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_follows_w_cubic_after_the_concave_region() {
+        // Long after the loss, at t = 8 s, one acked segment moves the window
+        // towards W_cubic(t + RTT), clamped to 1.5 cwnd.
+        let mut window = after_loss_at(100);
+        let start = Time::from_nanos(1_000_000_000);
+        window.on_sent(101);
+        window.on_ack(101, MSS, start, Duration::from_millis(100), true); // starts the epoch
+        let before = window.window();
+        window.on_sent(102);
+        window.on_ack(102, MSS, start + Duration::from_secs(8), Duration::from_millis(100), true);
+        let target = (CubicParams::STANDARD.w_cubic(8.1, 75f64.cbrt(), 100.0) * 1000.0).clamp(before, 1.5 * before);
+        assert!((window.window() - (before + (target - before) * 1000.0 / before)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn reno_friendly_region_grows_alpha_per_window() {
+        // Right after the loss W_cubic is flat near cwnd_epoch; W_est grows by
+        // alpha = 0.9/1.7 segments per window acknowledged and wins.
+        let mut window = after_loss_at(100);
+        let now = Time::from_nanos(1);
+        let mut number = 101;
+        for _ in 0..70 {
+            window.on_sent(number);
+            window.on_ack(number, MSS, now, Duration::from_millis(1), true);
+            number += 1;
+        }
+        let alpha = 0.9 / 1.7;
+        assert!((window.window() - 70_000.0 - alpha * 1000.0).abs() < 20.0, "{}", window.window());
+    }
+
+    #[test]
+    fn persistent_congestion_collapses_to_two_packets() {
+        let mut window = after_loss_at(100);
+        window.on_persistent_congestion();
+        assert_eq!(window.window(), 2_000.0);
+        assert_eq!(window.ssthresh(), 49_000.0);
+    }
+}

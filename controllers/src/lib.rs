@@ -1,0 +1,62 @@
+//! Weighted and aggregate congestion controllers, sans-IO.
+//!
+//! Every algorithm implements [`Controller`]: hosts report packets sent,
+//! acknowledged and lost, with the time as an argument, and read back a
+//! congestion window and a pacing rate. Nothing here reads a clock, touches
+//! a socket or depends on a QUIC stack, so the quiche adapter and the lab
+//! simulator drive the very same objects, and a run is reproducible from its
+//! events alone (see [`trace`]).
+//!
+//! Controllers are chosen with a [`Spec`], parsed from text such as
+//! `multcp:n=4`; see [`spec`] for the language.
+//!
+//! | module | algorithm |
+//! |---|---|
+//! | [`multcp`] | MulTCP(N): AIMD(N, 1/2N) and its eq. (5) family |
+//! | [`reno`] | reference RFC 9002 NewReno (= MulTCP(1)) |
+//! | [`cubic`] | reference CUBIC, RFC 9438 |
+//! | [`pa_multcp`] | PA-MulTCP(N): probe loop + capped adjusting loop (paper 000 section 4), Reno or CUBIC probe |
+//! | [`mulcubic`] | MulCUBIC(N): one CUBIC window worth N CUBIC flows |
+//! | [`multfrc`] | MulTFRC(n): TFRC (RFC 5348) with the throughput equation of n flows, a paced rate (paper 004) |
+//! | [`ctcp`] | Compound TCP: loss window + delay window (paper 003 section III-A) |
+//! | [`mcompound`] | MCompound: Compound TCP subflows coupled in a group (paper 003 section III-B) |
+//!
+//! Shared pieces: [`aimd`] (AIMD equations), [`window`] (the loss-based
+//! window loop), [`loss_intervals`] (TFRC's loss event rate, measured on the
+//! sender), [`equations`] (the TCP and n-flow throughput equations), [`spec`]
+//! (the spec language).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod aimd;
+pub mod controller;
+pub mod ctcp;
+pub mod cubic;
+pub mod equations;
+pub mod loss_intervals;
+pub mod mcompound;
+pub mod mulcubic;
+pub mod multcp;
+pub mod multfrc;
+pub mod pa_multcp;
+pub mod reno;
+pub mod spec;
+pub mod time;
+#[cfg(test)]
+mod testing;
+pub mod trace;
+pub mod window;
+
+pub use controller::AckedPacket;
+pub use controller::CongestionEvent;
+pub use controller::Controller;
+pub use controller::Counters;
+pub use controller::LostPacket;
+pub use controller::Params;
+pub use controller::RttEstimate;
+pub use controller::SentPacket;
+pub use controller::Snapshot;
+pub use spec::Spec;
+pub use spec::SpecError;
+pub use time::Time;

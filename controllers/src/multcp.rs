@@ -1,0 +1,463 @@
+//! MulTCP(N): one window loop that behaves like N TCP flows.
+//!
+//! Crowcroft and Oechslin's MulTCP, as summarised in paper 000 section 3.1
+//! and as deployed in a real stack by Gevros et al. (paper 001 section II).
+//!
+//! # Rules
+//!
+//! * **Congestion avoidance**: AIMD(a, b). The default pair for N >= 1 is
+//!   AIMD(N, 1/2N): N virtual flows each add a packet per RTT, and a loss
+//!   halves one of them, leaving `(N - 1/2) / N` of the window. Any other
+//!   pair on the curve of eq. (5), `b = 2a / (3N² + a)`, can be chosen with
+//!   `a` or `b` in the spec; the other value is derived.
+//! * **0 < N < 1**: AIMD(N, 1/2N) is meaningless there (b >= 1 for
+//!   N <= 1/2). Eq. (5) with b fixed at TCP's 1/2 gives `a = 3N²b / (2 - b) =
+//!   N²`, so the default is AIMD(N², 1/2): it backs off like one TCP flow and
+//!   grows N² packets per RTT, which by eq. (2) is worth exactly N
+//!   flowshares. It meets AIMD(N, 1/2N) continuously at N = 1.
+//! * **Slow start**: three packets per acknowledged packet (window growth of
+//!   two) until the window reaches what N TCP flows reach together, then
+//!   standard slow start. Starting from the same initial window IW, MulTCP
+//!   has `IW 3^k` after k RTTs and N flows `N IW 2^k`; they meet at
+//!   `k_N = ln N / (ln 3 - ln 2)`, i.e. at the window `IW 3^(k_N) =
+//!   IW N^(ln 3 / ln 1.5)`. For N <= 1 there is no rapid phase.
+//! * **Timeout (persistent congestion)**: the slow start threshold becomes
+//!   `(N - 1/2) / N` of the window (one of N flows halved), the window drops
+//!   to the minimum and slow start begins again with the rapid phase. For
+//!   N < 1 the factor is TCP's 1/2.
+//!
+//! MulTCP(1) is exactly RFC 9002 NewReno; [`crate::reno`] is built from it.
+
+use std::fmt;
+
+use crate::aimd::Aimd;
+use crate::controller::Params;
+use crate::spec::Args;
+use crate::spec::Range;
+use crate::spec::SpecError;
+use crate::window::SingleWindow;
+use crate::window::WindowAlgorithm;
+use crate::window::WindowLoop;
+
+/// How far a given `b` may be from eq. (5) before a spec is rejected:
+/// relative 0.1%, so that decimals typed with four significant digits pass.
+const EQ5_TOLERANCE: f64 = 1e-3;
+
+/// Which member of the AIMD pair the user chose; the other follows from
+/// eq. (5). Kept so that a weight change keeps the user's choice.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PairChoice {
+    /// The default pair: AIMD(N, 1/2N), or AIMD(N², 1/2) below N = 1.
+    Default,
+    /// `a` was given.
+    Increase,
+    /// `b` was given.
+    Decrease,
+}
+
+/// The parameters of MulTCP(N).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MulTcpConfig {
+    /// N, the number of flowshares.
+    pub n: f64,
+    /// The congestion avoidance pair.
+    pub aimd: Aimd,
+    choice: PairChoice,
+}
+
+impl MulTcpConfig {
+    /// MulTCP(1): one standard flow, AIMD(1, 1/2).
+    pub fn one_flow() -> Self {
+        MulTcpConfig { n: 1.0, aimd: Aimd::STANDARD, choice: PairChoice::Default }
+    }
+
+    /// MulTCP(n) with the default pair.
+    pub fn new(n: f64) -> Result<Self, SpecError> {
+        check_weight(n)?;
+        Ok(MulTcpConfig { n, aimd: default_pair(n), choice: PairChoice::Default })
+    }
+
+    /// MulTCP(n) with increase `a` and `b` from eq. (5).
+    pub fn with_increase(n: f64, a: f64) -> Result<Self, SpecError> {
+        check_weight(n)?;
+        let range = Range::open(0.0, 3.0 * n * n);
+        if !range.contains(a) {
+            return Err(SpecError::new(
+                "multcp",
+                "a",
+                format!("= {a} is out of range; accepted range {range} for n = {n} (so that b < 1)"),
+            ));
+        }
+        Ok(MulTcpConfig {
+            n,
+            aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
+            choice: PairChoice::Increase,
+        })
+    }
+
+    /// MulTCP(n) with decrease `b` and `a` from eq. (5).
+    pub fn with_decrease(n: f64, b: f64) -> Result<Self, SpecError> {
+        check_weight(n)?;
+        let range = Range::open(0.0, 1.0);
+        if !range.contains(b) {
+            return Err(SpecError::new("multcp", "b", format!("= {b} is out of range; accepted range {range}")));
+        }
+        Ok(MulTcpConfig {
+            n,
+            aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
+            choice: PairChoice::Decrease,
+        })
+    }
+
+    /// Parses `n`, `a` and `b`.
+    pub(crate) fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        let n = args.weight()?;
+        // Ranges of a and b depend on n; the constructors check them.
+        let a = args.real("a", Range::open(0.0, f64::INFINITY))?;
+        let b = args.real("b", Range::open(0.0, 1.0))?;
+        match (a, b) {
+            (None, None) => MulTcpConfig::new(n),
+            (Some(a), None) => MulTcpConfig::with_increase(n, a),
+            (None, Some(b)) => MulTcpConfig::with_decrease(n, b),
+            (Some(a), Some(b)) => {
+                let config = MulTcpConfig::with_increase(n, a)?;
+                let expected = config.aimd.decrease;
+                if (b - expected).abs() > EQ5_TOLERANCE * expected {
+                    return Err(SpecError::new(
+                        "multcp",
+                        "b",
+                        format!(
+                            "= {b} violates b = 2a/(3n^2+a) = {expected:.6} for n = {n}, a = {a}; give a or b alone and the other is derived"
+                        ),
+                    ));
+                }
+                Ok(config)
+            }
+        }
+    }
+
+    /// The same choice of pair for another weight.
+    pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
+        match self.choice {
+            PairChoice::Default => MulTcpConfig::new(n),
+            PairChoice::Increase => MulTcpConfig::with_increase(n, self.aimd.increase),
+            PairChoice::Decrease => MulTcpConfig::with_decrease(n, self.aimd.decrease),
+        }
+    }
+
+    /// The window, bytes, up to which slow start sends three packets per
+    /// acknowledged packet: `IW N^(ln 3 / ln 1.5)` for N > 1, none otherwise.
+    pub fn rapid_slow_start_until(&self, initial_window: f64) -> f64 {
+        if self.n > 1.0 {
+            initial_window * self.n.powf(3f64.ln() / 1.5f64.ln())
+        } else {
+            0.0
+        }
+    }
+
+    /// The fraction of the window that becomes the slow start threshold on
+    /// persistent congestion: `(N - 1/2) / N`, and 1/2 for N < 1.
+    pub fn timeout_ssthresh_factor(&self) -> f64 {
+        1.0 - 0.5 / self.n.max(1.0)
+    }
+}
+
+impl fmt::Display for MulTcpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "multcp:n={}", self.n)?;
+        match self.choice {
+            PairChoice::Default => Ok(()),
+            PairChoice::Increase => write!(f, ",a={}", self.aimd.increase),
+            PairChoice::Decrease => write!(f, ",b={}", self.aimd.decrease),
+        }
+    }
+}
+
+fn check_weight(n: f64) -> Result<(), SpecError> {
+    if Range::WEIGHT.contains(n) {
+        Ok(())
+    } else {
+        Err(SpecError::new("multcp", "n", format!("= {n} is out of range; accepted range {}", Range::WEIGHT)))
+    }
+}
+
+/// AIMD(N, 1/2N) for N >= 1, AIMD(N², 1/2) below.
+fn default_pair(n: f64) -> Aimd {
+    if n >= 1.0 {
+        Aimd { increase: n, decrease: 0.5 / n }
+    } else {
+        Aimd { increase: n * n, decrease: 0.5 }
+    }
+}
+
+/// MulTCP's parameters around its window loop: the [`WindowAlgorithm`] of
+/// the MulTCP(N) controller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MulTcpAlgorithm {
+    /// Name in snapshots: `multcp`, or `reno` for the reference NewReno.
+    name: &'static str,
+    /// Parameters.
+    config: MulTcpConfig,
+    /// Initial window, bytes: the base of the rapid slow start threshold.
+    initial_window: f64,
+}
+
+impl MulTcpAlgorithm {
+    /// The parameters in use.
+    pub fn config(&self) -> &MulTcpConfig {
+        &self.config
+    }
+
+    /// Gives `window` the rules of `self.config`.
+    fn shape(&self, window: &mut WindowLoop) {
+        window.set_aimd(self.config.aimd);
+        window.set_rapid_slow_start(self.config.rapid_slow_start_until(self.initial_window));
+        window.set_collapse_ssthresh_factor(self.config.timeout_ssthresh_factor());
+    }
+}
+
+impl WindowAlgorithm<WindowLoop> for MulTcpAlgorithm {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn weight(&self) -> Option<f64> {
+        (self.name == "multcp").then_some(self.config.n)
+    }
+
+    fn set_weight(&mut self, window: &mut WindowLoop, weight: f64) -> Result<(), SpecError> {
+        if self.name != "multcp" {
+            return Err(SpecError::not_settable(self.name, "n"));
+        }
+        self.config = self.config.reweighted(weight)?;
+        self.shape(window);
+        Ok(())
+    }
+}
+
+/// The MulTCP(N) controller.
+pub type MulTcp = SingleWindow<WindowLoop, MulTcpAlgorithm>;
+
+impl MulTcp {
+    /// MulTCP(N) as configured.
+    pub fn new(config: MulTcpConfig, params: &Params) -> Self {
+        MulTcp::named("multcp", config, params)
+    }
+
+    /// MulTCP with another name in snapshots (the reference NewReno).
+    pub(crate) fn named(name: &'static str, config: MulTcpConfig, params: &Params) -> Self {
+        let initial_window = (params.initial_window_packets * params.max_datagram_size) as f64;
+        let algorithm = MulTcpAlgorithm { name, config, initial_window };
+        let mut window = WindowLoop::new(algorithm.config.aimd, params);
+        algorithm.shape(&mut window);
+        SingleWindow::around(window, algorithm, params)
+    }
+
+    /// The parameters in use.
+    pub fn config(&self) -> &MulTcpConfig {
+        self.algorithm().config()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::controller::AckedPacket;
+    use crate::controller::CongestionEvent;
+    use crate::controller::Controller;
+    use crate::controller::LostPacket;
+    use crate::controller::SentPacket;
+    use crate::controller::RttEstimate;
+    use crate::spec::Spec;
+    use crate::time::Time;
+
+    const MSS: usize = 1000;
+
+    fn params() -> Params {
+        Params { initial_window_packets: 10, max_datagram_size: MSS, initial_rtt: Duration::from_millis(100) }
+    }
+
+    fn multcp(spec: &str) -> MulTcp {
+        match spec.parse::<Spec>().unwrap() {
+            Spec::MulTcp(config) => MulTcp::new(config, &params()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Drives a controller the way a host does.
+    struct Host<'a> {
+        controller: &'a mut dyn Controller,
+        next_number: u64,
+        in_flight: usize,
+    }
+
+    impl<'a> Host<'a> {
+        fn new(controller: &'a mut dyn Controller) -> Self {
+            Host { controller, next_number: 0, in_flight: 0 }
+        }
+
+        fn send(&mut self, count: usize) -> std::ops::Range<u64> {
+            let first = self.next_number;
+            for _ in 0..count {
+                self.controller.on_packet_sent(&SentPacket {
+                    number: self.next_number,
+                    bytes: MSS,
+                    time: Time::ZERO,
+                    bytes_in_flight: self.in_flight,
+                });
+                self.next_number += 1;
+                self.in_flight += MSS;
+            }
+            first..self.next_number
+        }
+
+        fn event(&mut self, acked: &[u64], lost: &[u64]) {
+            let acked: Vec<_> = acked.iter().map(|&number| AckedPacket { number, sent_time: Time::ZERO, bytes: MSS }).collect();
+            let lost: Vec<_> = lost.iter().map(|&number| LostPacket { number, bytes: MSS }).collect();
+            let prior = self.in_flight;
+            self.in_flight -= (acked.len() + lost.len()) * MSS;
+            self.controller.on_congestion_event(&CongestionEvent {
+                now: Time::from_nanos(1),
+                acked: &acked,
+                lost: &lost,
+                rtt: RttEstimate::initial(Duration::from_millis(100)),
+                rtt_updated: true,
+                prior_in_flight: prior,
+                bytes_in_flight: self.in_flight,
+            });
+        }
+
+        /// Sends a window's worth and acknowledges it packet by packet.
+        fn round(&mut self) {
+            let packets = self.controller.congestion_window() / MSS;
+            for number in self.send(packets) {
+                self.event(&[number], &[]);
+            }
+        }
+    }
+
+    #[test]
+    fn default_pair_is_n_and_one_over_two_n() {
+        assert_eq!(multcp("multcp:n=4").config().aimd, Aimd { increase: 4.0, decrease: 0.125 });
+        assert_eq!(multcp("multcp:n=1").config().aimd, Aimd::STANDARD);
+    }
+
+    #[test]
+    fn below_one_flowshare_the_pair_is_n_squared_and_one_half() {
+        let config = multcp("multcp:n=0.5").config().clone();
+        assert_eq!(config.aimd, Aimd { increase: 0.25, decrease: 0.5 });
+        assert!((config.aimd.flowshares() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_or_b_alone_derives_the_other_from_eq5() {
+        // n = 4, a = 2: b = 4 / (48 + 2) = 0.08.
+        assert_eq!(multcp("multcp:n=4,a=2").config().aimd.decrease, 0.08);
+        // n = 2, b = 0.25: a = 12 * 0.25 / 1.75 = 12/7.
+        assert_eq!(multcp("multcp:n=2,b=0.25").config().aimd.increase, 3.0 / 1.75);
+        assert!("multcp:n=4,a=2,b=0.08".parse::<Spec>().is_ok());
+    }
+
+    #[test]
+    fn pairs_off_eq5_and_out_of_range_values_are_rejected() {
+        let error = "multcp:n=4,a=4,b=0.125".parse::<Spec>().unwrap_err().to_string();
+        assert!(error.contains("b = 0.125 violates b = 2a/(3n^2+a) = 0.153846"), "{error}");
+        // b must stay below 1: a < 3n^2 = 12 for n = 2.
+        let error = "multcp:n=2,a=12".parse::<Spec>().unwrap_err().to_string();
+        assert!(error.contains("a = 12 is out of range; accepted range (0, 12)"), "{error}");
+        assert!("multcp:n=2,b=1".parse::<Spec>().unwrap_err().to_string().contains("accepted range (0, 1)"));
+    }
+
+    #[test]
+    fn loss_leaves_n_minus_half_over_n_of_the_window() {
+        let mut controller = multcp("multcp:n=4");
+        let mut host = Host::new(&mut controller);
+        host.round(); // 10 packets acked in the rapid phase: 10 -> 30 packets
+        let sent = host.send(3);
+        host.event(&[], &[sent.start]);
+        assert_eq!(controller.congestion_window(), 30_000 * 7 / 8);
+        assert_eq!(controller.ssthresh(), Some(26_250));
+        assert_eq!(controller.counters().loss_events, 1);
+    }
+
+    #[test]
+    fn congestion_avoidance_grows_a_packets_per_rtt() {
+        // After the loss above the window is 26 250 bytes; acknowledging
+        // 26 packets one by one adds 4 * 1000 * 1000 / w each time.
+        let mut controller = multcp("multcp:n=4");
+        let mut host = Host::new(&mut controller);
+        host.round();
+        let sent = host.send(1);
+        host.event(&[], &[sent.start]);
+        let mut expected = 26_250.0f64;
+        for number in host.send(26) {
+            host.event(&[number], &[]);
+            expected += 4.0 * 1000.0 * 1000.0 / expected;
+        }
+        assert_eq!(controller.congestion_window(), expected as usize);
+        // 26 packets are just under one window of 26.25, so they add just
+        // under a = 4 packets: 3 709 bytes.
+        assert_eq!(expected as usize, 29_959);
+    }
+
+    #[test]
+    fn slow_start_sends_three_per_ack_up_to_the_n_flow_window() {
+        // N = 2, IW = 10 packets: k_N = ln 2 / ln 1.5 = 1.7095 RTTs, and
+        // 10 * 3^k_N = 65.41 packets = 20 * 2^k_N, what two TCPs reach.
+        let config = multcp("multcp:n=2").config().clone();
+        let k = 2f64.ln() / 1.5f64.ln();
+        let threshold = config.rapid_slow_start_until(10_000.0);
+        assert!((threshold - 10_000.0 * 3f64.powf(k)).abs() < 1e-6);
+        assert!((threshold - 20_000.0 * 2f64.powf(k)).abs() < 1e-6);
+        assert_eq!(threshold as u64, 65_410);
+
+        let mut controller = multcp("multcp:n=2");
+        let mut host = Host::new(&mut controller);
+        host.round(); // 10 -> 30 packets
+        assert_eq!(controller.congestion_window(), 30_000);
+        let mut host = Host::new(&mut controller);
+        host.next_number = 10;
+        host.round(); // 30 acks: 17.705 at two per ack reach 65.41, 12.295 add one each
+        assert_eq!(controller.congestion_window(), 77_705);
+        assert!((controller.loss_window().window() - (threshold + (30_000.0 - (threshold - 30_000.0) / 2.0))).abs() < 1e-6);
+    }
+
+    #[test]
+    fn at_most_one_flowshare_slow_start_is_standard() {
+        for spec in ["multcp:n=1", "multcp:n=0.5"] {
+            let mut controller = multcp(spec);
+            Host::new(&mut controller).round();
+            assert_eq!(controller.congestion_window(), 20_000, "{spec}");
+        }
+    }
+
+    #[test]
+    fn timeout_sets_ssthresh_to_n_minus_half_over_n_of_the_window() {
+        let mut controller = multcp("multcp:n=4");
+        Host::new(&mut controller).round(); // 30 packets
+        controller.on_persistent_congestion(Time::ZERO);
+        assert_eq!(controller.ssthresh(), Some(30_000 * 7 / 8));
+        assert_eq!(controller.congestion_window(), 2_000);
+        assert_eq!(controller.counters().persistent_congestion, 1);
+
+        let mut scavenger = multcp("multcp:n=0.5");
+        Host::new(&mut scavenger).round(); // 20 packets
+        scavenger.on_persistent_congestion(Time::ZERO);
+        assert_eq!(scavenger.ssthresh(), Some(10_000));
+    }
+
+    #[test]
+    fn weight_change_keeps_the_window_and_the_users_choice_of_pair() {
+        let mut controller = multcp("multcp:n=4,a=2");
+        Host::new(&mut controller).round();
+        let window = controller.congestion_window();
+        controller.set_weight(8.0).unwrap();
+        assert_eq!(controller.congestion_window(), window);
+        assert_eq!(controller.config().aimd, Aimd { increase: 2.0, decrease: Aimd::weighted_decrease(8.0, 2.0) });
+        assert!(controller.set_weight(0.0).is_err());
+        assert!(controller.set_weight(f64::NAN).is_err());
+        assert_eq!(controller.config().n, 8.0);
+    }
+}

@@ -1,0 +1,717 @@
+//! The loss-based window loop shared by every AIMD controller.
+//!
+//! [`WindowLoop`] is the RFC 9002 (section 7.3) congestion window state
+//! machine with its AIMD pair as a parameter: slow start until the slow start
+//! threshold, additive increase of `a` packets per RTT above it, one
+//! multiplicative decrease by `b` per loss event, and a recovery period that
+//! ends when a packet sent after the decrease is acknowledged. MulTCP,
+//! PA-MulTCP's two loops, the reference Reno and Compound TCP's loss window
+//! are all instances.
+//!
+//! Windows are kept in bytes as real numbers, so that the growth of
+//! `a * max_datagram_size * acked / window` per acknowledgement adds up
+//! exactly instead of being lost to rounding.
+//!
+//! The recovery period is tracked by packet number rather than send time:
+//! quiche reports lost packets without their send time, and packet numbers
+//! increase with send time, so "sent before the decrease" is "numbered at
+//! most the largest packet sent before the decrease".
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use crate::aimd::Aimd;
+use crate::controller::CongestionEvent;
+use crate::controller::Controller;
+use crate::controller::Counters;
+use crate::controller::Params;
+use crate::controller::SentPacket;
+use crate::controller::Snapshot;
+use crate::spec::SpecError;
+use crate::time::Time;
+
+/// Minimum congestion window, in packets (RFC 9002, kMinimumWindow).
+pub const MINIMUM_WINDOW_PACKETS: f64 = 2.0;
+
+/// Pacing gain in slow start: the window may double within one RTT, so the
+/// pacer must release at twice the window per RTT to keep up (Linux uses the
+/// same 200%).
+pub const SLOW_START_PACING_GAIN: f64 = 2.0;
+
+/// Pacing gain in congestion avoidance: RFC 9002 section 7.7 suggests a
+/// value slightly above 1 (1.25) so RTT variation does not leave the window
+/// underused.
+pub const CONGESTION_AVOIDANCE_PACING_GAIN: f64 = 1.25;
+
+/// A loss-based AIMD window loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowLoop {
+    /// The AIMD pair used in congestion avoidance and on loss events.
+    aimd: Aimd,
+    /// Congestion window, bytes.
+    window: f64,
+    /// Slow start threshold, bytes; infinite until the first loss event.
+    ssthresh: f64,
+    /// Below this window slow start sends three packets per acknowledged
+    /// packet instead of two (MulTCP's rapid slow start); 0 turns it off.
+    rapid_slow_start_until: f64,
+    /// Largest window allowed, bytes (PA-MulTCP's W_max); infinite if none.
+    cap: f64,
+    /// The fraction of the window that becomes the slow start threshold on
+    /// persistent congestion when [`LossWindow::collapse`] is used; `None`
+    /// for `1 - b`, what one loss event would leave.
+    collapse_ssthresh_factor: Option<f64>,
+    /// Maximum datagram size, bytes: the unit of growth.
+    max_datagram_size: f64,
+    /// Which of this loop's packets were sent before its last decrease.
+    recovery: RecoveryPeriod,
+}
+
+impl WindowLoop {
+    /// A loop that starts in slow start at the initial window.
+    pub fn new(aimd: Aimd, params: &Params) -> Self {
+        let max_datagram_size = params.max_datagram_size as f64;
+        WindowLoop {
+            aimd,
+            window: params.initial_window_packets as f64 * max_datagram_size,
+            ssthresh: f64::INFINITY,
+            rapid_slow_start_until: 0.0,
+            cap: f64::INFINITY,
+            collapse_ssthresh_factor: None,
+            max_datagram_size,
+            recovery: RecoveryPeriod::default(),
+        }
+    }
+
+    /// Sends three packets per acknowledged packet in slow start while the
+    /// window is below `until` bytes.
+    pub fn with_rapid_slow_start(mut self, until: f64) -> Self {
+        self.set_rapid_slow_start(until);
+        self
+    }
+
+    /// Changes the window below which slow start is rapid.
+    pub fn set_rapid_slow_start(&mut self, until: f64) {
+        self.rapid_slow_start_until = until;
+    }
+
+    /// On persistent congestion ([`LossWindow::collapse`]), the slow start
+    /// threshold becomes `factor` times the window instead of `1 - b` times.
+    pub fn set_collapse_ssthresh_factor(&mut self, factor: f64) {
+        self.collapse_ssthresh_factor = Some(factor);
+    }
+
+    /// The AIMD pair.
+    pub fn aimd(&self) -> Aimd {
+        self.aimd
+    }
+
+    /// Replaces the AIMD pair; the window is kept.
+    pub fn set_aimd(&mut self, aimd: Aimd) {
+        self.aimd = aimd;
+    }
+
+    /// Limits the window to `cap` bytes: the window and the slow start
+    /// threshold are clamped now, and growth stops at the cap. The cap never
+    /// forces the window below the minimum window.
+    pub fn set_cap(&mut self, cap: f64) {
+        self.cap = cap.max(self.minimum_window());
+        self.window = self.window.min(self.cap);
+        self.ssthresh = self.ssthresh.min(self.cap);
+    }
+
+    /// The window cap in bytes (infinite if none).
+    pub fn cap(&self) -> f64 {
+        self.cap
+    }
+
+    /// Congestion window, bytes.
+    pub fn window(&self) -> f64 {
+        self.window
+    }
+
+    /// Slow start threshold, bytes (infinite before the first loss event).
+    pub fn ssthresh(&self) -> f64 {
+        self.ssthresh
+    }
+
+    /// Whether the loop is in slow start.
+    pub fn in_slow_start(&self) -> bool {
+        self.window < self.ssthresh
+    }
+
+    /// Whether the loop is in a recovery period: it decreased its window and
+    /// no packet sent since has been acknowledged.
+    pub fn in_recovery(&self) -> bool {
+        self.recovery.in_recovery()
+    }
+
+    /// The phase name for logs.
+    pub fn phase(&self) -> &'static str {
+        self.recovery.phase(self.in_slow_start())
+    }
+
+    /// The smallest window, bytes (RFC 9002: 2 packets).
+    pub fn minimum_window(&self) -> f64 {
+        MINIMUM_WINDOW_PACKETS * self.max_datagram_size
+    }
+
+    /// Changes the unit of growth; the window is kept at least at the new
+    /// minimum window.
+    pub fn set_max_datagram_size(&mut self, bytes: usize) {
+        self.max_datagram_size = bytes as f64;
+        self.window = self.window.max(self.minimum_window());
+    }
+
+    /// Records that this loop sent packet `number`.
+    pub fn on_sent(&mut self, number: u64) {
+        self.recovery.on_sent(number);
+    }
+
+    /// Packet `number` of `bytes` bytes, sent by this loop, was
+    /// acknowledged. `may_grow` is false when the packet was sent while the
+    /// application limited sending.
+    pub fn on_ack(&mut self, number: u64, bytes: usize, may_grow: bool) {
+        self.on_ack_alongside(number, bytes, may_grow, 0.0);
+    }
+
+    /// [`WindowLoop::on_ack`] for a loop that is one part of what is sent per
+    /// RTT: `alongside` more bytes (Compound TCP's delay window) are
+    /// acknowledged with this loop's window every RTT, so congestion
+    /// avoidance spreads its `a` packets per RTT over both.
+    pub fn on_ack_alongside(&mut self, number: u64, bytes: usize, may_grow: bool, alongside: f64) {
+        self.recovery.on_acked(number);
+        if !may_grow || self.recovery.sent_before_decrease(number) || bytes == 0 {
+            return;
+        }
+        let mut remaining = bytes as f64;
+
+        // Slow start: every acknowledged byte adds one byte (two packets sent
+        // per packet acknowledged), or two in the rapid phase (three sent).
+        while remaining > 0.0 && self.window < self.ssthresh.min(self.cap) {
+            let rapid = self.window < self.rapid_slow_start_until;
+            let (gain, limit) = if rapid {
+                (2.0, self.ssthresh.min(self.rapid_slow_start_until))
+            } else {
+                (1.0, self.ssthresh)
+            };
+            let limit = limit.min(self.cap);
+            let used = remaining.min((limit - self.window) / gain);
+            self.window += used * gain;
+            remaining -= used;
+        }
+
+        // Congestion avoidance: a packets per window of acknowledged bytes.
+        if remaining > 0.0 && self.window < self.cap {
+            let growth = self.aimd.increase * self.max_datagram_size * remaining / (self.window + alongside);
+            self.window = (self.window + growth).min(self.cap);
+        }
+    }
+
+    /// Packet `number`, sent by this loop, was declared lost. Returns whether
+    /// this loss started a loss event (and so decreased the window); losses
+    /// of packets sent before the last decrease belong to that event.
+    pub fn on_loss(&mut self, number: u64) -> bool {
+        if self.recovery.sent_before_decrease(number) {
+            return false;
+        }
+        self.window = (self.window * (1.0 - self.aimd.decrease)).max(self.minimum_window());
+        self.ssthresh = self.window;
+        self.recovery.start(Some(number));
+        true
+    }
+
+    /// Persistent congestion: the slow start threshold becomes
+    /// `ssthresh_factor` times the window, the window collapses to the
+    /// minimum, and packets sent so far can no longer start a loss event.
+    pub fn on_persistent_congestion(&mut self, ssthresh_factor: f64) {
+        self.on_persistent_congestion_to(self.window * ssthresh_factor);
+    }
+
+    /// Persistent congestion with the slow start threshold given in bytes,
+    /// for algorithms whose threshold depends on more than this loop's
+    /// window (Compound TCP's total window).
+    pub fn on_persistent_congestion_to(&mut self, ssthresh: f64) {
+        self.ssthresh = ssthresh.max(self.minimum_window()).min(self.cap);
+        self.window = self.minimum_window();
+        self.recovery.start(None);
+    }
+
+    /// The pacing rate for this window, bytes per second, given the smoothed
+    /// RTT in seconds.
+    pub fn pacing_rate(&self, smoothed_rtt_seconds: f64) -> u64 {
+        pacing_rate(self.window, self.in_slow_start(), smoothed_rtt_seconds)
+    }
+}
+
+impl LossWindow for WindowLoop {
+    fn on_sent(&mut self, number: u64) {
+        WindowLoop::on_sent(self, number);
+    }
+
+    fn on_acked(&mut self, number: u64, bytes: usize, _now: Time, _smoothed_rtt: Duration, may_grow: bool) {
+        self.on_ack(number, bytes, may_grow);
+    }
+
+    fn on_lost(&mut self, number: u64) -> bool {
+        self.on_loss(number)
+    }
+
+    fn collapse(&mut self) {
+        let factor = self.collapse_ssthresh_factor.unwrap_or(1.0 - self.aimd.decrease);
+        self.on_persistent_congestion(factor);
+    }
+
+    fn set_max_datagram_size(&mut self, bytes: usize) {
+        WindowLoop::set_max_datagram_size(self, bytes);
+    }
+
+    fn window(&self) -> f64 {
+        self.window
+    }
+
+    fn ssthresh(&self) -> f64 {
+        self.ssthresh
+    }
+
+    fn in_slow_start(&self) -> bool {
+        WindowLoop::in_slow_start(self)
+    }
+
+    fn recovery(&self) -> &RecoveryPeriod {
+        &self.recovery
+    }
+}
+
+/// The pacing rate, bytes per second, for sending `window` bytes per
+/// smoothed RTT (in seconds), with the gain of the phase.
+pub fn pacing_rate(window: f64, in_slow_start: bool, smoothed_rtt_seconds: f64) -> u64 {
+    let gain = if in_slow_start {
+        SLOW_START_PACING_GAIN
+    } else {
+        CONGESTION_AVOIDANCE_PACING_GAIN
+    };
+    (gain * window / smoothed_rtt_seconds.max(1e-6)) as u64
+}
+
+/// A loss-based window state machine (the AIMD [`WindowLoop`], CUBIC's
+/// window): what [`SingleWindow`] drives.
+pub trait LossWindow: Debug + Send + Sync {
+    /// Packet `number` was sent.
+    fn on_sent(&mut self, number: u64);
+
+    /// Packet `number` of `bytes` was acknowledged at `now`; `may_grow` is
+    /// false for packets sent while app-limited.
+    fn on_acked(&mut self, number: u64, bytes: usize, now: Time, smoothed_rtt: Duration, may_grow: bool);
+
+    /// Packet `number` was lost; returns whether a loss event began.
+    fn on_lost(&mut self, number: u64) -> bool;
+
+    /// Persistent congestion: the window collapses by the window's rule.
+    fn collapse(&mut self);
+
+    /// The maximum datagram size changed.
+    fn set_max_datagram_size(&mut self, bytes: usize);
+
+    /// Congestion window, bytes.
+    fn window(&self) -> f64;
+
+    /// Slow start threshold, bytes (infinite before the first loss event).
+    fn ssthresh(&self) -> f64;
+
+    /// Whether the window is in slow start.
+    fn in_slow_start(&self) -> bool;
+
+    /// Which packets were sent before the last decrease.
+    fn recovery(&self) -> &RecoveryPeriod;
+}
+
+/// What a single-window algorithm adds to its window: its name and, for
+/// weighted ones, the weight and how a change of it reshapes the window.
+pub trait WindowAlgorithm<W>: Debug + Send + Sync {
+    /// Algorithm name in snapshots.
+    fn name(&self) -> &'static str;
+
+    /// The number of flowshares, for weighted algorithms.
+    fn weight(&self) -> Option<f64> {
+        None
+    }
+
+    /// Changes the number of flowshares, reshaping `window`.
+    fn set_weight(&mut self, window: &mut W, weight: f64) -> Result<(), SpecError> {
+        let _ = (window, weight);
+        Err(SpecError::not_settable(self.name(), "n"))
+    }
+}
+
+/// An unweighted algorithm known by its name alone (the reference CUBIC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named(pub &'static str);
+
+impl<W> WindowAlgorithm<W> for Named {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+}
+
+/// A controller made of one [`LossWindow`] and its [`WindowAlgorithm`]: the
+/// event bookkeeping every single-window algorithm shares (counters,
+/// app-limited packets, pacing at the window's rate).
+#[derive(Debug)]
+pub struct SingleWindow<W, A> {
+    /// The window.
+    window: W,
+    /// The algorithm around it.
+    algorithm: A,
+    /// Packets sent while app-limited.
+    app_limited: AppLimitedTracker,
+    /// Smoothed RTT of the last congestion event, for pacing.
+    smoothed_rtt: Duration,
+    /// Event counts.
+    counters: Counters,
+}
+
+impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
+    /// A controller running `algorithm` on `window`.
+    pub fn around(window: W, algorithm: A, params: &Params) -> Self {
+        SingleWindow {
+            window,
+            algorithm,
+            app_limited: AppLimitedTracker::default(),
+            smoothed_rtt: params.initial_rtt,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The window.
+    pub fn loss_window(&self) -> &W {
+        &self.window
+    }
+
+    /// The algorithm around the window.
+    pub fn algorithm(&self) -> &A {
+        &self.algorithm
+    }
+}
+
+impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
+    fn on_packet_sent(&mut self, packet: &SentPacket) {
+        self.counters.record_sent(packet);
+        self.window.on_sent(packet.number);
+        self.app_limited.on_sent(packet.number);
+    }
+
+    fn on_congestion_event(&mut self, event: &CongestionEvent) {
+        self.counters.record_event(event);
+        self.smoothed_rtt = event.rtt.smoothed;
+        for packet in event.acked {
+            let may_grow = self.app_limited.may_grow(packet.number);
+            self.window.on_acked(packet.number, packet.bytes, event.now, event.rtt.smoothed, may_grow);
+        }
+        for packet in event.lost.iter().filter(|packet| packet.bytes > 0) {
+            if self.window.on_lost(packet.number) {
+                self.counters.loss_events += 1;
+            }
+        }
+    }
+
+    fn on_retransmission_timeout(&mut self, _now: Time) {
+        self.counters.timeouts += 1;
+    }
+
+    fn on_persistent_congestion(&mut self, _now: Time) {
+        self.counters.persistent_congestion += 1;
+        self.window.collapse();
+    }
+
+    fn on_app_limited(&mut self, _bytes_in_flight: usize) {
+        self.app_limited.on_app_limited();
+    }
+
+    fn set_max_datagram_size(&mut self, bytes: usize) {
+        self.window.set_max_datagram_size(bytes);
+    }
+
+    fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
+        self.algorithm.set_weight(&mut self.window, weight)
+    }
+
+    fn congestion_window(&self) -> usize {
+        self.window.window() as usize
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        Some(pacing_rate(self.window.window(), self.window.in_slow_start(), self.smoothed_rtt.as_secs_f64()))
+    }
+
+    fn in_recovery(&self) -> bool {
+        self.window.recovery().in_recovery()
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        let ssthresh = self.window.ssthresh();
+        ssthresh.is_finite().then_some(ssthresh as usize)
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            algorithm: self.algorithm.name(),
+            phase: self.window.recovery().phase(self.window.in_slow_start()),
+            congestion_window: self.congestion_window(),
+            ssthresh: self.ssthresh(),
+            pacing_rate: self.pacing_rate(),
+            weight: self.algorithm.weight(),
+            ..Snapshot::default()
+        }
+    }
+}
+
+/// Which packets belong to the loss event of the last window decrease (RFC
+/// 9002, section 7.3.2), tracked by packet number: a loss of a packet sent
+/// before the decrease is part of that event, and its acknowledgement ends
+/// no recovery and grows no window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecoveryPeriod {
+    /// Largest packet number sent.
+    largest_sent: Option<u64>,
+    /// Largest packet number acknowledged.
+    largest_acked: Option<u64>,
+    /// Largest packet number sent when the last decrease happened.
+    sent_through: Option<u64>,
+}
+
+impl RecoveryPeriod {
+    /// Packet `number` was sent.
+    pub fn on_sent(&mut self, number: u64) {
+        self.largest_sent = self.largest_sent.max(Some(number));
+    }
+
+    /// Packet `number` was acknowledged.
+    pub fn on_acked(&mut self, number: u64) {
+        self.largest_acked = self.largest_acked.max(Some(number));
+    }
+
+    /// The window decreased, because packet `lost` was lost or (`None`) on
+    /// persistent congestion: every packet sent so far belongs to this event.
+    pub fn start(&mut self, lost: Option<u64>) {
+        self.sent_through = self.largest_sent.max(lost);
+    }
+
+    /// Whether packet `number` was sent before the last decrease.
+    pub fn sent_before_decrease(&self, number: u64) -> bool {
+        self.sent_through.is_some_and(|through| number <= through)
+    }
+
+    /// Whether no packet sent since the last decrease has been acknowledged.
+    pub fn in_recovery(&self) -> bool {
+        match (self.sent_through, self.largest_acked) {
+            (Some(through), Some(acked)) => acked <= through,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// The phase name for logs.
+    pub fn phase(&self, in_slow_start: bool) -> &'static str {
+        if self.in_recovery() {
+            "recovery"
+        } else if in_slow_start {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        }
+    }
+}
+
+/// Remembers which packets were sent while the application, not the window,
+/// limited sending: their acknowledgements must not grow the window (RFC
+/// 9002, section 7.8).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AppLimitedTracker {
+    /// Largest packet number sent so far.
+    largest_sent: Option<u64>,
+    /// The next packet sent is also app-limited: quiche reports app-limited
+    /// while it builds that packet, the lab after the last one it sent.
+    next_is_limited: bool,
+    /// Packets numbered up to this were sent while app-limited.
+    limited_through: Option<u64>,
+}
+
+impl AppLimitedTracker {
+    /// The application ran out of data with room left in the window.
+    pub fn on_app_limited(&mut self) {
+        self.limited_through = self.largest_sent;
+        self.next_is_limited = true;
+    }
+
+    /// Packet `number` was sent.
+    pub fn on_sent(&mut self, number: u64) {
+        self.largest_sent = Some(number);
+        if self.next_is_limited {
+            self.limited_through = Some(number);
+            self.next_is_limited = false;
+        }
+    }
+
+    /// Whether the acknowledgement of packet `number` may grow the window.
+    pub fn may_grow(&self, number: u64) -> bool {
+        self.limited_through.is_none_or(|through| number > through)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: usize = 1000;
+
+    fn params() -> Params {
+        Params { initial_window_packets: 10, max_datagram_size: MSS, ..Params::default() }
+    }
+
+    /// Sends packets `numbers` and acknowledges them one by one.
+    fn send_and_ack(window: &mut WindowLoop, numbers: std::ops::Range<u64>) {
+        for n in numbers.clone() {
+            window.on_sent(n);
+        }
+        for n in numbers {
+            window.on_ack(n, MSS, true);
+        }
+    }
+
+    #[test]
+    fn slow_start_adds_one_packet_per_packet_acknowledged() {
+        let mut window = WindowLoop::new(Aimd::STANDARD, &params());
+        send_and_ack(&mut window, 0..10);
+        assert_eq!(window.window(), 20_000.0);
+    }
+
+    #[test]
+    fn rapid_slow_start_adds_two_packets_per_ack_up_to_its_threshold_then_one() {
+        // 10 packets acked: 5 take the window from 10 to 20 packets at two per
+        // ack (threshold 20 000 bytes), the other 5 add one each: 25 packets.
+        let mut window = WindowLoop::new(Aimd::STANDARD, &params()).with_rapid_slow_start(20_000.0);
+        send_and_ack(&mut window, 0..10);
+        assert_eq!(window.window(), 25_000.0);
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_a_packets_per_window_acknowledged() {
+        // After a loss at 20 packets with b = 1/2: window 10 packets, in CA.
+        // AIMD(3, 1/2) acknowledging one window (10 packets of 1000 bytes)
+        // adds 3000 * 1000 / w per ack: 10000 -> 10300 -> 10591.26...
+        let mut window = WindowLoop::new(Aimd { increase: 3.0, decrease: 0.5 }, &params());
+        send_and_ack(&mut window, 0..10);
+        assert!(window.on_loss(10));
+        assert_eq!(window.window(), 10_000.0);
+        assert!(!window.in_slow_start());
+        window.on_sent(11);
+        window.on_ack(11, MSS, true);
+        assert_eq!(window.window(), 10_300.0);
+        window.on_sent(12);
+        window.on_ack(12, MSS, true);
+        assert!((window.window() - (10_300.0 + 3_000_000.0 / 10_300.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_after_loss_is_one_minus_b_times_w_and_one_decrease_per_event() {
+        let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
+        send_and_ack(&mut window, 0..6); // 16 packets
+        for n in 6..20 {
+            window.on_sent(n);
+        }
+        assert!(window.on_loss(7));
+        assert_eq!(window.window(), 16_000.0 * 0.875);
+        assert_eq!(window.ssthresh(), 14_000.0);
+        // More losses of packets sent before the decrease: same loss event.
+        assert!(!window.on_loss(9));
+        assert!(!window.on_loss(19));
+        assert_eq!(window.window(), 14_000.0);
+        assert!(window.in_recovery());
+        // Acks of packets sent before the decrease do not grow the window.
+        window.on_ack(8, MSS, true);
+        assert_eq!(window.window(), 14_000.0);
+        // A packet sent after the decrease ends recovery; its loss is a new event.
+        window.on_sent(20);
+        window.on_ack(20, MSS, true);
+        assert!(!window.in_recovery());
+        window.on_sent(21);
+        assert!(window.on_loss(21));
+    }
+
+    #[test]
+    fn alongside_another_window_congestion_avoidance_spreads_a_over_both() {
+        // Window 10 packets in CA next to a 10-packet delay window: one RTT
+        // acknowledges 20 packets, so each adds 1000 * 1000 / 20 000 = 50 bytes.
+        let mut window = WindowLoop::new(Aimd::STANDARD, &params());
+        send_and_ack(&mut window, 0..10);
+        assert!(window.on_loss(10));
+        window.on_sent(11);
+        window.on_ack_alongside(11, MSS, true, 10_000.0);
+        assert_eq!(window.window(), 10_050.0);
+        // Slow start is not spread: one byte per byte acknowledged.
+        let mut window = WindowLoop::new(Aimd::STANDARD, &params());
+        window.on_sent(0);
+        window.on_ack_alongside(0, MSS, true, 10_000.0);
+        assert_eq!(window.window(), 11_000.0);
+    }
+
+    #[test]
+    fn persistent_congestion_can_take_the_slow_start_threshold_in_bytes() {
+        let mut window = WindowLoop::new(Aimd::STANDARD, &params());
+        window.on_persistent_congestion_to(17_000.0);
+        assert_eq!((window.ssthresh(), window.window()), (17_000.0, 2_000.0));
+        window.on_persistent_congestion_to(500.0);
+        assert_eq!(window.ssthresh(), 2_000.0);
+    }
+
+    #[test]
+    fn window_never_drops_below_two_packets() {
+        let mut window = WindowLoop::new(Aimd { increase: 1.0, decrease: 0.9 }, &params());
+        for n in 0..5 {
+            window.on_sent(n);
+            window.on_loss(n);
+        }
+        assert_eq!(window.window(), 2_000.0);
+    }
+
+    #[test]
+    fn persistent_congestion_collapses_to_the_minimum_window() {
+        let mut window = WindowLoop::new(Aimd::STANDARD, &params());
+        send_and_ack(&mut window, 0..10);
+        window.on_sent(10);
+        window.on_persistent_congestion(0.75);
+        assert_eq!(window.ssthresh(), 15_000.0);
+        assert_eq!(window.window(), 2_000.0);
+        // The losses that follow for packets sent before it are absorbed.
+        assert!(!window.on_loss(10));
+        assert_eq!(window.window(), 2_000.0);
+    }
+
+    #[test]
+    fn cap_clamps_window_and_ssthresh_and_stops_growth() {
+        let mut window = WindowLoop::new(Aimd::STANDARD, &params());
+        send_and_ack(&mut window, 0..10); // 20 packets
+        window.set_cap(15_000.0);
+        assert_eq!(window.window(), 15_000.0);
+        assert_eq!(window.ssthresh(), 15_000.0);
+        send_and_ack(&mut window, 10..30);
+        assert_eq!(window.window(), 15_000.0);
+    }
+
+    #[test]
+    fn app_limited_packets_do_not_grow_the_window() {
+        let mut tracker = AppLimitedTracker::default();
+        tracker.on_sent(1);
+        tracker.on_app_limited();
+        tracker.on_sent(2);
+        tracker.on_sent(3);
+        assert!(!tracker.may_grow(1));
+        assert!(!tracker.may_grow(2));
+        assert!(tracker.may_grow(3));
+    }
+}
