@@ -1,0 +1,29 @@
+//! flowshare controllers inside quiche connections.
+//!
+//! The patched quiche (see `patches/quiche/`) accepts congestion
+//! controllers from outside the crate. This crate connects the two:
+//!
+//! * [`adapter`]: [`QuicheController`], quiche's controller interface
+//!   implemented over any flowshare [`Controller`](flowshare_controllers::Controller);
+//! * [`select`]: putting a [`Spec`](flowshare_controllers::Spec) on a
+//!   `quiche::Config`, registering the algorithm names with quiche, and
+//!   finding the controller of a live connection;
+//! * [`transfer`]: a loopback bulk transfer between a quiche client and
+//!   server, with an optional emulated bottleneck ([`link`]), used by
+//!   `flowshare demo` and the end-to-end tests;
+//! * [`pacing`]: sending each packet at the time quiche scheduled it;
+//! * [`cert`]: self-signed certificates.
+
+pub mod adapter;
+pub mod cert;
+pub mod link;
+pub mod pacing;
+pub mod select;
+pub mod transfer;
+
+pub use adapter::QuicheController;
+pub use select::configure;
+pub use select::controller;
+pub use select::controller_mut;
+pub use select::factory;
+pub use select::register_with_quiche;

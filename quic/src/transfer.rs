@@ -1,0 +1,545 @@
+//! A bulk transfer between a quiche server and client over UDP on loopback.
+//!
+//! The server is the sender: it runs the controller under test and sends a
+//! deterministic payload on one unidirectional stream; the client checks
+//! every byte against the same generator and closes the connection at the
+//! end. Both endpoints honour quiche's pacing (`SendInfo::at`), because the
+//! pacer is how rate-based controllers (MulTFRC) act. An optional [`Link`]
+//! between them adds a bottleneck so that the controller meets loss.
+//!
+//! This is the engine behind `flowshare demo` and the end-to-end tests; the
+//! HTTP/3 endpoints live in `interop/`.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::time::Duration;
+use std::time::Instant;
+
+use flowshare_controllers::trace::Event;
+use flowshare_controllers::Counters;
+use flowshare_controllers::Params;
+use flowshare_controllers::Snapshot;
+use flowshare_controllers::Spec;
+use mio::net::UdpSocket;
+use mio::Events;
+use mio::Interest;
+use mio::Poll;
+use mio::Token;
+use ring::rand::SecureRandom;
+
+use crate::cert;
+use crate::cert::CertFiles;
+use crate::link::Link;
+use crate::link::LinkConfig;
+use crate::link::LinkStats;
+use crate::pacing;
+use crate::pacing::PacedSender;
+use crate::pacing::MAX_DATAGRAM_SIZE;
+use crate::select;
+
+/// ALPN of the transfer protocol.
+const ALPN: &[u8] = b"flowshare-transfer";
+
+/// The server-initiated unidirectional stream that carries the payload.
+const PAYLOAD_STREAM: u64 = 3;
+
+/// Connection and stream flow-control windows: large enough that flow
+/// control never limits a loopback transfer before congestion control does.
+const FLOW_CONTROL_WINDOW: u64 = 32 * 1024 * 1024;
+
+
+/// What to transfer and how.
+#[derive(Clone, Debug)]
+pub struct TransferConfig {
+    /// Controller of the sender (the server).
+    pub sender: Spec,
+    /// Select the sender's controller by name through quiche's registry
+    /// (`Config::set_cc_algorithm_name`) rather than with a factory.
+    pub select_by_name: bool,
+    /// Controller of the receiver, which only sends acknowledgements.
+    pub receiver: Spec,
+    /// Payload size, bytes.
+    pub bytes: u64,
+    /// Bottleneck between the endpoints; none is plain loopback.
+    pub link: Option<LinkConfig>,
+    /// Record every event given to the sender's controller.
+    pub record_trace: bool,
+    /// How often the sender reports progress.
+    pub progress_every: Duration,
+    /// The transfer fails if it takes longer.
+    pub time_limit: Duration,
+    /// Seed of the payload generator.
+    pub seed: u64,
+}
+
+impl TransferConfig {
+    /// A transfer of `bytes` with `sender` as the sender's controller and
+    /// quiche's CUBIC on the receiver.
+    pub fn new(sender: Spec, bytes: u64) -> Self {
+        TransferConfig {
+            sender,
+            select_by_name: false,
+            receiver: Spec::Cubic,
+            bytes,
+            link: None,
+            record_trace: false,
+            progress_every: Duration::from_millis(500),
+            time_limit: Duration::from_secs(120),
+            seed: 1,
+        }
+    }
+}
+
+/// The sender's state at a progress report.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Time since the sender accepted the connection.
+    pub elapsed: Duration,
+    /// Bytes of all packets sent so far (quiche's `Stats::sent_bytes`).
+    pub sent_bytes: u64,
+    /// Payload bytes handed to quiche so far.
+    pub payload_written: u64,
+    /// The controller's state, when it is a flowshare controller.
+    pub snapshot: Option<Snapshot>,
+    /// Congestion window quiche reports for the path, bytes.
+    pub cwnd: usize,
+    /// Smoothed RTT.
+    pub rtt: Duration,
+}
+
+/// The sender's view at the end of the transfer.
+#[derive(Clone, Debug)]
+pub struct SenderReport {
+    /// The controller spec, canonical form.
+    pub spec: String,
+    /// Host parameters the controller was built with.
+    pub params: Option<Params>,
+    /// Final state of a flowshare controller.
+    pub snapshot: Option<Snapshot>,
+    /// Its event counts.
+    pub counters: Option<Counters>,
+    /// Its recorded events, when recording was asked for.
+    pub trace: Option<Vec<Event>>,
+    /// Congestion window quiche reports for the path, bytes.
+    pub path_cwnd: usize,
+    /// Packets quiche sent, lost and retransmitted.
+    pub sent_packets: usize,
+    /// Packets declared lost.
+    pub lost_packets: usize,
+    /// Smoothed RTT at the end.
+    pub rtt: Duration,
+}
+
+/// The outcome of a transfer.
+#[derive(Clone, Debug)]
+pub struct TransferReport {
+    /// Payload bytes the receiver got.
+    pub bytes: u64,
+    /// From the handshake's completion at the receiver to the last byte.
+    pub elapsed: Duration,
+    /// Payload bits per second over `elapsed`.
+    pub goodput_bps: f64,
+    /// The sender's side.
+    pub sender: SenderReport,
+    /// What the bottleneck did, if there was one.
+    pub link: Option<LinkStats>,
+}
+
+/// Why a transfer failed.
+#[derive(Debug)]
+pub enum TransferError {
+    /// A socket or thread failed.
+    Io(io::Error),
+    /// quiche refused something.
+    Quic(&'static str, quiche::Error),
+    /// The time limit passed before the payload arrived.
+    TimedOut {
+        /// Bytes received by then.
+        received: u64,
+        /// Bytes expected.
+        expected: u64,
+    },
+    /// A received byte differs from the payload that was sent.
+    Corrupted {
+        /// Offset of the first differing byte.
+        offset: u64,
+    },
+    /// The connection closed before the payload arrived.
+    Incomplete {
+        /// Bytes received.
+        received: u64,
+        /// Bytes expected.
+        expected: u64,
+    },
+}
+
+impl fmt::Display for TransferError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            TransferError::Io(e) => write!(f, "i/o error: {e}"),
+            TransferError::Quic(what, e) => write!(f, "quiche failed to {what}: {e}"),
+            TransferError::TimedOut { received, expected } => {
+                write!(f, "timed out after receiving {received} of {expected} bytes")
+            }
+            TransferError::Corrupted { offset } => write!(f, "received data differs from what was sent at byte {offset}"),
+            TransferError::Incomplete { received, expected } => {
+                write!(f, "connection closed after {received} of {expected} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TransferError {}
+
+impl From<io::Error> for TransferError {
+    fn from(e: io::Error) -> Self {
+        TransferError::Io(e)
+    }
+}
+
+fn quic(what: &'static str) -> impl Fn(quiche::Error) -> TransferError {
+    move |e| TransferError::Quic(what, e)
+}
+
+/// Runs a transfer, calling `on_progress` on the calling thread every
+/// `config.progress_every`.
+pub fn run(config: &TransferConfig, mut on_progress: impl FnMut(&Progress)) -> Result<TransferReport, TransferError> {
+    let scratch = cert::ScratchDir::new("transfer")?;
+    let certs = cert::write_self_signed(scratch.path(), &["localhost".to_string()])?;
+
+    let server_socket = std::net::UdpSocket::bind(("127.0.0.1", 0))?;
+    let server_addr = server_socket.local_addr()?;
+    let link = config.link.map(|link| Link::start(link, server_addr)).transpose()?;
+    let client_target = link.as_ref().map_or(server_addr, Link::client_facing_addr);
+    let deadline = Instant::now() + config.time_limit;
+
+    let (progress_tx, progress_rx) = mpsc::channel();
+    let server = {
+        let config = config.clone();
+        let certs = certs.clone();
+        std::thread::Builder::new()
+            .name("flowshare-sender".into())
+            .spawn(move || send(&config, &certs, server_socket, deadline, &progress_tx))?
+    };
+    let client = {
+        let config = config.clone();
+        std::thread::Builder::new()
+            .name("flowshare-receiver".into())
+            .spawn(move || receive(&config, client_target, deadline))?
+    };
+
+    // The sender drops its end of the channel when it finishes.
+    for progress in progress_rx {
+        on_progress(&progress);
+    }
+    fn joined<T>(result: std::thread::Result<Result<T, TransferError>>) -> Result<T, TransferError> {
+        result.unwrap_or_else(|_| Err(TransferError::Io(io::Error::other("endpoint thread panicked"))))
+    }
+    let received = joined(client.join());
+    let sender = joined(server.join());
+    let link = link.map(Link::stop).transpose()?;
+    let (bytes, elapsed) = received?;
+    let sender = sender?;
+    Ok(TransferReport {
+        bytes,
+        elapsed,
+        goodput_bps: bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-9),
+        sender,
+        link,
+    })
+}
+
+fn base_config(receiver_cc: Option<&Spec>) -> Result<quiche::Config, TransferError> {
+    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(quic("create a configuration"))?;
+    config.set_application_protos(&[ALPN]).map_err(quic("set ALPN"))?;
+    config.set_max_idle_timeout(10_000);
+    config.set_max_recv_udp_payload_size(MAX_DATAGRAM_SIZE);
+    config.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
+    config.set_initial_max_data(FLOW_CONTROL_WINDOW);
+    config.set_initial_max_stream_data_bidi_local(FLOW_CONTROL_WINDOW);
+    config.set_initial_max_stream_data_bidi_remote(FLOW_CONTROL_WINDOW);
+    config.set_initial_max_stream_data_uni(FLOW_CONTROL_WINDOW);
+    config.set_initial_max_streams_bidi(4);
+    config.set_initial_max_streams_uni(4);
+    config.set_disable_active_migration(true);
+    if let Some(spec) = receiver_cc {
+        select::configure(&mut config, spec);
+    }
+    Ok(config)
+}
+
+fn connection_id() -> Result<quiche::ConnectionId<'static>, TransferError> {
+    let mut id = [0u8; quiche::MAX_CONN_ID_LEN];
+    ring::rand::SystemRandom::new()
+        .fill(&mut id)
+        .map_err(|_| TransferError::Io(io::Error::other("no randomness for a connection ID")))?;
+    Ok(quiche::ConnectionId::from_vec(id.to_vec()))
+}
+
+/// The byte at `offset` of the payload for `seed` (splitmix64 of the 8-byte
+/// block number, so any offset can be checked without the rest).
+fn payload_byte(seed: u64, offset: u64) -> u8 {
+    payload_block(seed, offset / 8).to_le_bytes()[(offset % 8) as usize]
+}
+
+fn payload_block(seed: u64, block: u64) -> u64 {
+    let mut z = seed.wrapping_add(block.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Fills `buffer` with the payload starting at `offset`.
+fn fill_payload(seed: u64, offset: u64, buffer: &mut [u8]) {
+    for (i, byte) in buffer.iter_mut().enumerate() {
+        *byte = payload_byte(seed, offset + i as u64);
+    }
+}
+
+/// A UDP endpoint driving one quiche connection with pacing.
+struct Endpoint {
+    socket: UdpSocket,
+    local: SocketAddr,
+    poll: Poll,
+    events: Events,
+    buffer: Vec<u8>,
+    sender: PacedSender,
+}
+
+const SOCKET: Token = Token(0);
+
+impl Endpoint {
+    fn new(socket: std::net::UdpSocket) -> io::Result<Endpoint> {
+        socket.set_nonblocking(true)?;
+        let mut socket = UdpSocket::from_std(socket);
+        let local = socket.local_addr()?;
+        let poll = Poll::new()?;
+        poll.registry().register(&mut socket, SOCKET, Interest::READABLE)?;
+        Ok(Endpoint {
+            socket,
+            local,
+            poll,
+            events: Events::with_capacity(64),
+            buffer: vec![0; 65_535],
+            sender: PacedSender::default(),
+        })
+    }
+
+    /// Sends what is due; returns when the next packet is.
+    fn flush(&mut self, conn: &mut quiche::Connection) -> Result<Option<Instant>, TransferError> {
+        Ok(self.sender.flush(conn, &self.socket)?.due())
+    }
+
+    /// Waits for a datagram, quiche's timer or `pacing_due`, then feeds
+    /// every datagram that arrived to quiche and runs its timers.
+    fn wait_and_receive(
+        &mut self, conn: &mut quiche::Connection, pacing_due: Option<Instant>,
+    ) -> Result<(), TransferError> {
+        let timer = conn.timeout().map(|timeout| Instant::now() + timeout);
+        let wake = [timer, pacing_due].into_iter().flatten().min();
+        pacing::wait(&mut self.poll, &mut self.events, wake, Duration::from_secs(1))?;
+        loop {
+            match self.socket.recv_from(&mut self.buffer) {
+                Ok((len, from)) => {
+                    let info = quiche::RecvInfo { from, to: self.local };
+                    match conn.recv(&mut self.buffer[..len], info) {
+                        Ok(_) | Err(quiche::Error::Done) => {}
+                        Err(e) => return Err(TransferError::Quic("process a packet", e)),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        conn.on_timeout();
+        Ok(())
+    }
+}
+
+/// The sender: accepts one connection and sends the payload.
+fn send(
+    config: &TransferConfig, certs: &CertFiles, socket: std::net::UdpSocket, deadline: Instant,
+    progress: &mpsc::Sender<Progress>,
+) -> Result<SenderReport, TransferError> {
+    let mut quiche_config = base_config(None)?;
+    quiche_config
+        .load_cert_chain_from_pem_file(&certs.cert.to_string_lossy())
+        .map_err(quic("load the certificate"))?;
+    quiche_config
+        .load_priv_key_from_pem_file(&certs.key.to_string_lossy())
+        .map_err(quic("load the private key"))?;
+    if config.select_by_name {
+        select::register_with_quiche();
+        quiche_config
+            .set_cc_algorithm_name(&config.sender.to_string())
+            .map_err(quic("select the controller by name"))?;
+    } else {
+        select::configure(&mut quiche_config, &config.sender);
+    }
+
+    let mut endpoint = Endpoint::new(socket)?;
+    let mut conn = accept(&mut endpoint, &mut quiche_config, deadline)?;
+    if config.record_trace {
+        if let Some(controller) = select::controller_mut(&mut conn) {
+            controller.record_trace();
+        }
+    }
+    let started = Instant::now();
+    let mut next_progress = started;
+    let mut written = 0u64;
+    let mut chunk = vec![0u8; 64 * 1024];
+
+    while !conn.is_closed() {
+        if Instant::now() > deadline {
+            let _ = conn.close(false, 0x1, b"time limit");
+        }
+        if conn.is_established() && written < config.bytes {
+            loop {
+                let len = (config.bytes - written).min(chunk.len() as u64) as usize;
+                fill_payload(config.seed, written, &mut chunk[..len]);
+                let fin = written + len as u64 == config.bytes;
+                match conn.stream_send(PAYLOAD_STREAM, &chunk[..len], fin) {
+                    Ok(sent) => {
+                        written += sent as u64;
+                        if sent < len || written == config.bytes {
+                            break;
+                        }
+                    }
+                    Err(quiche::Error::Done) => break,
+                    Err(e) => return Err(TransferError::Quic("send stream data", e)),
+                }
+            }
+        }
+        if Instant::now() >= next_progress {
+            // The receiver may have gone; progress is best effort.
+            let _ = progress.send(progress_of(&conn, started, written));
+            next_progress += config.progress_every;
+        }
+        let due = endpoint.flush(&mut conn)?;
+        endpoint.wait_and_receive(&mut conn, due)?;
+    }
+    Ok(sender_report(&conn, &config.sender))
+}
+
+fn accept(
+    endpoint: &mut Endpoint, config: &mut quiche::Config, deadline: Instant,
+) -> Result<quiche::Connection, TransferError> {
+    loop {
+        if Instant::now() > deadline {
+            return Err(TransferError::TimedOut { received: 0, expected: 0 });
+        }
+        endpoint.poll.poll(&mut endpoint.events, Some(Duration::from_millis(100)))?;
+        loop {
+            let (len, from) = match endpoint.socket.recv_from(&mut endpoint.buffer) {
+                Ok(received) => received,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            };
+            let Ok(header) = quiche::Header::from_slice(&mut endpoint.buffer[..len], quiche::MAX_CONN_ID_LEN) else {
+                continue;
+            };
+            if header.ty != quiche::Type::Initial {
+                continue;
+            }
+            let scid = connection_id()?;
+            let mut conn =
+                quiche::accept(&scid, None, endpoint.local, from, config).map_err(quic("accept the connection"))?;
+            let info = quiche::RecvInfo { from, to: endpoint.local };
+            conn.recv(&mut endpoint.buffer[..len], info).map_err(quic("process the first packet"))?;
+            return Ok(conn);
+        }
+    }
+}
+
+fn progress_of(conn: &quiche::Connection, started: Instant, written: u64) -> Progress {
+    let path = conn.path_stats().next();
+    Progress {
+        elapsed: started.elapsed(),
+        sent_bytes: conn.stats().sent_bytes,
+        payload_written: written,
+        snapshot: select::controller(conn).map(|controller| controller.controller().snapshot()),
+        cwnd: path.as_ref().map_or(0, |path| path.cwnd),
+        rtt: path.as_ref().map_or(Duration::ZERO, |path| path.rtt),
+    }
+}
+
+fn sender_report(conn: &quiche::Connection, spec: &Spec) -> SenderReport {
+    let controller = select::controller(conn);
+    let path = conn.path_stats().next();
+    let stats = conn.stats();
+    SenderReport {
+        spec: spec.to_string(),
+        params: controller.map(|controller| controller.params()),
+        snapshot: controller.map(|controller| controller.controller().snapshot()),
+        counters: controller.map(|controller| *controller.controller().counters()),
+        trace: controller.and_then(|controller| controller.trace().map(<[Event]>::to_vec)),
+        path_cwnd: path.as_ref().map_or(0, |path| path.cwnd),
+        sent_packets: stats.sent,
+        lost_packets: stats.lost,
+        rtt: path.as_ref().map_or(Duration::ZERO, |path| path.rtt),
+    }
+}
+
+/// The receiver: connects, checks the payload, closes; returns the bytes
+/// received and the time from the handshake to the last byte.
+fn receive(config: &TransferConfig, server: SocketAddr, deadline: Instant) -> Result<(u64, Duration), TransferError> {
+    let mut quiche_config = base_config(Some(&config.receiver))?;
+    quiche_config.verify_peer(false);
+    let mut endpoint = Endpoint::new(std::net::UdpSocket::bind(("127.0.0.1", 0))?)?;
+    let scid = connection_id()?;
+    let mut conn = quiche::connect(Some("localhost"), &scid, endpoint.local, server, &mut quiche_config)
+        .map_err(quic("connect"))?;
+
+    let mut received = 0u64;
+    let mut established_at = None;
+    let mut finished_at = None;
+    let mut buffer = vec![0u8; 64 * 1024];
+    while !conn.is_closed() {
+        if Instant::now() > deadline {
+            return Err(TransferError::TimedOut { received, expected: config.bytes });
+        }
+        if conn.is_established() {
+            established_at.get_or_insert_with(Instant::now);
+        }
+        for stream in conn.readable() {
+            while let Ok((len, fin)) = conn.stream_recv(stream, &mut buffer) {
+                if stream != PAYLOAD_STREAM {
+                    continue;
+                }
+                if let Some(i) = (0..len).find(|&i| buffer[i] != payload_byte(config.seed, received + i as u64)) {
+                    return Err(TransferError::Corrupted { offset: received + i as u64 });
+                }
+                received += len as u64;
+                if fin && finished_at.is_none() {
+                    finished_at = Some(Instant::now());
+                    let _ = conn.close(true, 0x0, b"done");
+                }
+            }
+        }
+        let due = endpoint.flush(&mut conn)?;
+        endpoint.wait_and_receive(&mut conn, due)?;
+    }
+    match (established_at, finished_at) {
+        (Some(start), Some(end)) if received == config.bytes => Ok((received, end - start)),
+        _ => Err(TransferError::Incomplete { received, expected: config.bytes }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_is_the_same_whichever_offset_it_is_generated_from() {
+        let mut whole = vec![0u8; 100];
+        fill_payload(7, 0, &mut whole);
+        let mut tail = vec![0u8; 37];
+        fill_payload(7, 63, &mut tail);
+        assert_eq!(&whole[63..], &tail[..]);
+        let mut other_seed = vec![0u8; 100];
+        fill_payload(8, 0, &mut other_seed);
+        assert_ne!(whole, other_seed);
+    }
+}
