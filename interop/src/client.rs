@@ -1,0 +1,751 @@
+//! `flowshare get`: downloads (and uploads) over HTTP/3 or hq-interop, over
+//! one connection or several.
+//!
+//! Each [`Plan`] is one connection from its own UDP socket, so that the
+//! connections of an MCompound group (`--cc mcompound:group=ID`) can be
+//! bound to different local addresses and take different paths. A
+//! connection sends all its requests at once, as far as the server's stream
+//! limit allows, and closes when every response is complete. The client's
+//! controller matters for uploads, where the client is the sender: every
+//! packet leaves when quiche's pacer says, as on the server.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::fs::OpenOptions;
+use std::io;
+use std::io::BufWriter;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use std::time::Instant;
+
+use flowshare_controllers::Spec;
+use mio::Events;
+use mio::Interest;
+use mio::Poll;
+use mio::Token;
+use quiche::h3::NameValue;
+use serde_json::json;
+
+use crate::event;
+use crate::http::Body;
+use crate::http::Protocol;
+use flowshare_quic::pacing::PacedSender;
+use crate::io::MAX_RECV_SIZE;
+use crate::log::Level;
+use crate::qlog;
+use crate::qlog::ControllerTrace;
+use crate::stats::Summary;
+
+/// Longest the loop sleeps without a timer.
+const MAX_IDLE_WAIT: Duration = Duration::from_millis(500);
+
+/// How the client runs.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// HTTP/3 or hq-interop.
+    pub protocol: Protocol,
+    /// The client's controller (the sender's, for uploads).
+    pub cc: Spec,
+    /// Skip certificate verification.
+    pub insecure: bool,
+    /// Trust the certificates in this PEM file.
+    pub ca: Option<PathBuf>,
+    /// Write one qlog per connection here.
+    pub qlog_dir: Option<PathBuf>,
+    /// Append TLS secrets here.
+    pub keylog: Option<PathBuf>,
+    /// Print a stats line per connection at close.
+    pub stats: bool,
+    /// Connections idle this long are closed.
+    pub idle_timeout: Duration,
+    /// Connections still open after this long are abandoned.
+    pub time_limit: Duration,
+    /// Extra request headers (HTTP/3 only).
+    pub headers: Vec<(String, String)>,
+}
+
+/// One connection and what it fetches.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Local address to bind (port 0 for any).
+    pub local: SocketAddr,
+    /// The server.
+    pub server: SocketAddr,
+    /// TLS server name.
+    pub server_name: Option<String>,
+    /// `:authority` of the requests.
+    pub authority: String,
+    /// The requests.
+    pub requests: Vec<Request>,
+}
+
+/// One request.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Path (with query).
+    pub path: String,
+    /// Where the response body goes.
+    pub sink: Sink,
+    /// Upload this file with PUT instead of downloading (HTTP/3 only).
+    pub upload: Option<PathBuf>,
+}
+
+/// Where a response body goes.
+#[derive(Clone, Debug)]
+pub enum Sink {
+    /// Written to this file.
+    File(PathBuf),
+    /// Counted and dropped.
+    Discard,
+}
+
+/// The outcome of one request.
+#[derive(Clone, Debug)]
+pub struct RequestReport {
+    /// Index of the connection's plan.
+    pub connection: usize,
+    /// The path.
+    pub path: String,
+    /// Whether it was an upload.
+    pub upload: bool,
+    /// Body bytes received (downloads) or sent (uploads).
+    pub bytes: u64,
+    /// From sending the request to the end of the response.
+    pub elapsed: Duration,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The outcome of one connection.
+#[derive(Clone, Debug)]
+pub struct ConnectionReport {
+    /// Its requests, in plan order.
+    pub requests: Vec<RequestReport>,
+    /// Its stats at close.
+    pub summary: Summary,
+    /// Time to complete the handshake.
+    pub handshake: Option<Duration>,
+}
+
+impl ConnectionReport {
+    /// Whether every request succeeded.
+    pub fn ok(&self) -> bool {
+        self.requests.iter().all(|request| request.error.is_none())
+    }
+}
+
+/// Runs the plans' connections concurrently; `on_request` sees each
+/// request as it completes. Fails only when the client cannot start.
+pub fn run(
+    config: &ClientConfig,
+    plans: Vec<Plan>,
+    mut on_request: impl FnMut(&RequestReport),
+) -> Result<Vec<ConnectionReport>, String> {
+    let mut quiche_config = quiche_config(config)?;
+    let keylog = config
+        .keylog
+        .as_ref()
+        .map(|file| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+                .map_err(|e| format!("SSLKEYLOGFILE {}: {e}", file.display()))
+        })
+        .transpose()?;
+    if let Some(dir) = &config.qlog_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("qlog directory {}: {e}", dir.display()))?;
+    }
+    let mut poll = Poll::new().map_err(|e| format!("poll: {e}"))?;
+    let mut conns = Vec::with_capacity(plans.len());
+    for (index, plan) in plans.into_iter().enumerate() {
+        conns.push(ClientConn::connect(index, plan, config, &mut quiche_config, &poll, keylog.as_ref())?);
+    }
+
+    let mut events = Events::with_capacity(1024);
+    let mut buffer = vec![0u8; MAX_RECV_SIZE];
+    let deadline = Instant::now() + config.time_limit;
+    let mut reports: Vec<Option<ConnectionReport>> = conns.iter().map(|_| None).collect();
+    let mut open = conns.len();
+    while open > 0 {
+        if Instant::now() >= deadline {
+            for conn in conns.iter_mut().filter(|conn| !conn.quic.is_closed()) {
+                conn.fail_remaining(&format!("time limit of {:?} reached", config.time_limit));
+                let _ = conn.quic.close(false, 0x0, b"time limit");
+            }
+        }
+        let wake = conns.iter().filter(|conn| !conn.reported).filter_map(ClientConn::wake).min();
+        flowshare_quic::pacing::wait(&mut poll, &mut events, wake, MAX_IDLE_WAIT).map_err(|e| format!("poll: {e}"))?;
+        for event in events.iter() {
+            if let Some(conn) = conns.get_mut(event.token().0) {
+                conn.receive(&mut buffer).map_err(|e| format!("receiving: {e}"))?;
+            }
+        }
+        let now = Instant::now();
+        for conn in conns.iter_mut().filter(|conn| !conn.reported) {
+            if conn.timeout_at.is_some_and(|at| at <= now) {
+                conn.quic.on_timeout();
+                conn.dirty = true;
+            }
+            let due = conn.pacing_due.is_some_and(|at| at <= now + flowshare_quic::pacing::PACING_SLACK);
+            if conn.dirty {
+                conn.step(config, &mut on_request);
+            }
+            if conn.dirty || due {
+                conn.pacing_due =
+                    conn.sender.flush(&mut conn.quic, &conn.socket).map_err(|e| format!("sending: {e}"))?.due();
+                conn.timeout_at = conn.quic.timeout_instant();
+            }
+            if conn.dirty {
+                conn.trace.observe(&mut conn.quic);
+                conn.dirty = false;
+            }
+            // Once its CONNECTION_CLOSE is out, a client that has all its
+            // responses need not wait out the draining period.
+            let closed_by_us =
+                conn.completed == conn.transfers.len() && conn.quic.is_draining() && conn.pacing_due.is_none();
+            if conn.quic.is_closed() || closed_by_us {
+                let report = conn.finish(config, &mut on_request);
+                reports[conn.index] = Some(report);
+                open -= 1;
+            }
+        }
+    }
+    Ok(reports.into_iter().flatten().collect())
+}
+
+fn quiche_config(config: &ClientConfig) -> Result<quiche::Config, String> {
+    let mut quiche_config =
+        quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(|e| format!("QUIC configuration: {e}"))?;
+    quiche_config.set_application_protos(&[config.protocol.alpn()]).map_err(|e| format!("ALPN: {e}"))?;
+    crate::server::apply_transport_settings(&mut quiche_config, config.idle_timeout);
+    quiche_config.set_initial_max_streams_bidi(100);
+    quiche_config.set_initial_max_streams_uni(100);
+    quiche_config.verify_peer(!config.insecure);
+    if let Some(ca) = &config.ca {
+        quiche_config
+            .load_verify_locations_from_file(&ca.to_string_lossy())
+            .map_err(|e| format!("--ca {}: {e}", ca.display()))?;
+    }
+    if config.keylog.is_some() {
+        quiche_config.log_keys();
+    }
+    flowshare_quic::configure(&mut quiche_config, &config.cc);
+    Ok(quiche_config)
+}
+
+enum App {
+    Handshaking,
+    /// Boxed: quiche's HTTP/3 state is large next to the other variants.
+    H3(Box<quiche::h3::Connection>),
+    Hq,
+}
+
+/// One request in flight or waiting.
+struct Transfer {
+    request: Request,
+    stream: Option<u64>,
+    out: Option<BufWriter<File>>,
+    upload: Option<Body>,
+    /// The upload's last byte (and FIN) went to quiche.
+    upload_done: bool,
+    bytes: u64,
+    status: Option<u16>,
+    content_length: Option<u64>,
+    started: Option<Instant>,
+    done: bool,
+    error: Option<String>,
+}
+
+struct ClientConn {
+    index: usize,
+    plan: Plan,
+    socket: mio::net::UdpSocket,
+    local: SocketAddr,
+    quic: quiche::Connection,
+    id: String,
+    app: App,
+    transfers: Vec<Transfer>,
+    streams: HashMap<u64, usize>,
+    /// The next transfer to request.
+    next: usize,
+    /// Transfers done.
+    completed: usize,
+    next_hq_stream: u64,
+    created: Instant,
+    handshake: Option<Duration>,
+    sender: PacedSender,
+    pacing_due: Option<Instant>,
+    timeout_at: Option<Instant>,
+    dirty: bool,
+    reported: bool,
+    trace: ControllerTrace,
+    scratch: Vec<u8>,
+}
+
+impl ClientConn {
+    fn connect(
+        index: usize,
+        plan: Plan,
+        config: &ClientConfig,
+        quiche_config: &mut quiche::Config,
+        poll: &Poll,
+        keylog: Option<&File>,
+    ) -> Result<ClientConn, String> {
+        let mut socket = crate::io::bind(plan.local).map_err(|e| format!("binding {}: {e}", plan.local))?;
+        let local = socket.local_addr().map_err(|e| format!("socket: {e}"))?;
+        poll.registry().register(&mut socket, Token(index), Interest::READABLE).map_err(|e| format!("poll: {e}"))?;
+        let scid = crate::io::random_connection_id().map_err(|e| e.to_string())?;
+        let mut quic = quiche::connect(plan.server_name.as_deref(), &scid, local, plan.server, quiche_config)
+            .map_err(|e| format!("connecting to {}: {e}", plan.server))?;
+        let id = qlog::hex(&scid.as_ref()[..4]);
+        let mut qlog_enabled = false;
+        if let Some(dir) = &config.qlog_dir {
+            match qlog::start(&mut quic, dir, "client") {
+                Ok(()) => qlog_enabled = true,
+                Err(e) => event!(Level::Warn, "qlog_failed", conn = id, error = e),
+            }
+        }
+        if let Some(file) = keylog.and_then(|file| file.try_clone().ok()) {
+            quic.set_keylog(Box::new(file));
+        }
+        qlog::event(
+            &mut quic,
+            "flowshare:controller_selected",
+            json!({ "cc": config.cc.to_string(), "matched": "--cc" }),
+        );
+        event!(
+            Level::Info,
+            "connecting",
+            conn = id,
+            local = local,
+            server = plan.server,
+            sni = plan.server_name.as_deref().unwrap_or("-")
+        );
+        let transfers = plan
+            .requests
+            .iter()
+            .map(|request| Transfer {
+                request: request.clone(),
+                stream: None,
+                out: None,
+                upload: None,
+                upload_done: false,
+                bytes: 0,
+                status: None,
+                content_length: None,
+                started: None,
+                done: false,
+                error: None,
+            })
+            .collect();
+        Ok(ClientConn {
+            index,
+            plan,
+            socket,
+            local,
+            quic,
+            id,
+            app: App::Handshaking,
+            transfers,
+            streams: HashMap::new(),
+            next: 0,
+            completed: 0,
+            next_hq_stream: 0,
+            created: Instant::now(),
+            handshake: None,
+            sender: PacedSender::default(),
+            pacing_due: None,
+            timeout_at: None,
+            dirty: true,
+            reported: false,
+            trace: ControllerTrace::new(qlog_enabled),
+            scratch: vec![0; 64 * 1024],
+        })
+    }
+
+    /// When the connection needs the loop next: now if it has work
+    /// pending, else its next timer or paced packet.
+    fn wake(&self) -> Option<Instant> {
+        if self.dirty {
+            return Some(Instant::now());
+        }
+        match (self.timeout_at, self.pacing_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn receive(&mut self, buffer: &mut [u8]) -> io::Result<()> {
+        loop {
+            match self.socket.recv_from(buffer) {
+                Ok((len, from)) => {
+                    let info = quiche::RecvInfo { from, to: self.local };
+                    if let Err(e) = self.quic.recv(&mut buffer[..len], info) {
+                        event!(Level::Debug, "packet_rejected", conn = self.id, error = e);
+                    }
+                    self.dirty = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn step(&mut self, config: &ClientConfig, on_request: &mut impl FnMut(&RequestReport)) {
+        if matches!(self.app, App::Handshaking) && self.quic.is_established() {
+            self.handshake = Some(self.created.elapsed());
+            event!(
+                Level::Info,
+                "connection_established",
+                conn = self.id,
+                handshake_ms = format_args!("{:.1}", self.created.elapsed().as_secs_f64() * 1e3)
+            );
+            self.app = match config.protocol {
+                Protocol::H3 => match quiche::h3::Config::new()
+                    .and_then(|h3| quiche::h3::Connection::with_transport(&mut self.quic, &h3))
+                {
+                    Ok(h3) => App::H3(Box::new(h3)),
+                    Err(e) => {
+                        self.fail_remaining(&format!("cannot start HTTP/3: {e}"));
+                        let _ = self.quic.close(true, 0x102, b"cannot start HTTP/3");
+                        return;
+                    }
+                },
+                Protocol::Hq => App::Hq,
+            };
+        }
+        if matches!(self.app, App::Handshaking) || self.quic.is_closed() {
+            return;
+        }
+        self.send_requests(config, on_request);
+        self.send_uploads(on_request);
+        match self.app {
+            App::H3(_) => self.receive_h3(on_request),
+            App::Hq => self.receive_hq(on_request),
+            App::Handshaking => {}
+        }
+        if self.completed == self.transfers.len() && !self.quic.is_draining() && !self.quic.is_closed() {
+            let _ = self.quic.close(true, config.protocol.no_error(), b"done");
+        }
+    }
+
+    fn send_requests(&mut self, config: &ClientConfig, on_request: &mut impl FnMut(&RequestReport)) {
+        while self.next < self.transfers.len() && self.quic.peer_streams_left_bidi() > 0 {
+            let index = self.next;
+            let transfer = &mut self.transfers[index];
+            if let Err(e) = transfer.open() {
+                self.next += 1;
+                self.complete(index, Some(e), on_request);
+                continue;
+            }
+            let transfer = &mut self.transfers[index];
+            let stream = match &mut self.app {
+                App::H3(h3) => {
+                    let method: &[u8] = if transfer.upload.is_some() { b"PUT" } else { b"GET" };
+                    let mut headers = vec![
+                        quiche::h3::Header::new(b":method", method),
+                        quiche::h3::Header::new(b":scheme", b"https"),
+                        quiche::h3::Header::new(b":authority", self.plan.authority.as_bytes()),
+                        quiche::h3::Header::new(b":path", transfer.request.path.as_bytes()),
+                        quiche::h3::Header::new(b"user-agent", b"flowshare"),
+                    ];
+                    if let Some(body) = &transfer.upload {
+                        headers.push(quiche::h3::Header::new(b"content-length", body.len().to_string().as_bytes()));
+                    }
+                    for (name, value) in &config.headers {
+                        headers.push(quiche::h3::Header::new(name.as_bytes(), value.as_bytes()));
+                    }
+                    match h3.send_request(&mut self.quic, &headers, transfer.upload.is_none()) {
+                        Ok(stream) => stream,
+                        Err(
+                            quiche::h3::Error::StreamBlocked
+                            | quiche::h3::Error::TransportError(quiche::Error::StreamLimit),
+                        ) => return,
+                        Err(e) => {
+                            self.next += 1;
+                            self.complete(index, Some(format!("sending the request: {e}")), on_request);
+                            continue;
+                        }
+                    }
+                }
+                App::Hq => {
+                    let stream = self.next_hq_stream;
+                    let line = format!("GET {}\r\n", transfer.request.path);
+                    match self.quic.stream_send(stream, line.as_bytes(), true) {
+                        Ok(written) if written == line.len() => {
+                            self.next_hq_stream += 4;
+                            stream
+                        }
+                        Ok(_) | Err(quiche::Error::Done | quiche::Error::StreamLimit) => return,
+                        Err(e) => {
+                            self.next += 1;
+                            self.complete(index, Some(format!("sending the request: {e}")), on_request);
+                            continue;
+                        }
+                    }
+                }
+                App::Handshaking => return,
+            };
+            transfer.stream = Some(stream);
+            transfer.started = Some(Instant::now());
+            self.streams.insert(stream, index);
+            self.next += 1;
+            event!(
+                Level::Debug,
+                "request_sent",
+                conn = self.id,
+                stream = stream,
+                path = self.transfers[index].request.path
+            );
+        }
+    }
+
+    fn send_uploads(&mut self, on_request: &mut impl FnMut(&RequestReport)) {
+        let App::H3(h3) = &mut self.app else { return };
+        let mut failed = Vec::new();
+        for (index, transfer) in self.transfers.iter_mut().enumerate() {
+            if transfer.upload_done || transfer.done {
+                continue;
+            }
+            let (Some(stream), Some(body)) = (transfer.stream, &mut transfer.upload) else { continue };
+            loop {
+                let (chunk, fin) = match body.next_chunk() {
+                    Ok(next) => next,
+                    Err(e) => {
+                        failed.push((index, format!("reading the upload: {e}")));
+                        break;
+                    }
+                };
+                match h3.send_body(&mut self.quic, stream, chunk, fin) {
+                    Ok(written) => {
+                        body.consume(written);
+                        if fin && body.finished() {
+                            transfer.upload_done = true;
+                            break;
+                        }
+                        if written == 0 {
+                            break;
+                        }
+                    }
+                    Err(quiche::h3::Error::Done | quiche::h3::Error::StreamBlocked) => break,
+                    Err(e) => {
+                        failed.push((index, format!("sending the upload: {e}")));
+                        break;
+                    }
+                }
+            }
+        }
+        for (index, error) in failed {
+            self.complete(index, Some(error), on_request);
+        }
+    }
+
+    fn receive_h3(&mut self, on_request: &mut impl FnMut(&RequestReport)) {
+        loop {
+            let App::H3(h3) = &mut self.app else { return };
+            let (stream, event) = match h3.poll(&mut self.quic) {
+                Ok(polled) => polled,
+                Err(quiche::h3::Error::Done) => return,
+                Err(e) => {
+                    self.fail_remaining(&format!("HTTP/3 error: {e}"));
+                    let _ = self.quic.close(true, 0x102, b"HTTP/3 error");
+                    return;
+                }
+            };
+            let Some(&index) = self.streams.get(&stream) else { continue };
+            match event {
+                quiche::h3::Event::Headers { list, more_frames } => {
+                    let transfer = &mut self.transfers[index];
+                    for header in &list {
+                        match header.name() {
+                            b":status" => {
+                                transfer.status = std::str::from_utf8(header.value()).ok().and_then(|s| s.parse().ok())
+                            }
+                            b"content-length" => {
+                                transfer.content_length =
+                                    std::str::from_utf8(header.value()).ok().and_then(|s| s.parse().ok())
+                            }
+                            _ => {}
+                        }
+                    }
+                    if !more_frames {
+                        self.finish_response(index, on_request);
+                    }
+                }
+                quiche::h3::Event::Data => {
+                    let transfer = &mut self.transfers[index];
+                    let mut error = None;
+                    while let Ok(len) = h3.recv_body(&mut self.quic, stream, &mut self.scratch) {
+                        transfer.bytes += len as u64;
+                        if let Some(out) = &mut transfer.out {
+                            if let Err(e) = out.write_all(&self.scratch[..len]) {
+                                error = Some(format!("writing the download: {e}"));
+                            }
+                        }
+                    }
+                    if let Some(error) = error {
+                        self.complete(index, Some(error), on_request);
+                    }
+                }
+                quiche::h3::Event::Finished => self.finish_response(index, on_request),
+                quiche::h3::Event::Reset(code) => {
+                    self.complete(index, Some(format!("the server reset the stream (code 0x{code:x})")), on_request)
+                }
+                quiche::h3::Event::PriorityUpdate | quiche::h3::Event::GoAway => {}
+            }
+        }
+    }
+
+    fn receive_hq(&mut self, on_request: &mut impl FnMut(&RequestReport)) {
+        let readable: Vec<u64> = self.quic.readable().collect();
+        for stream in readable {
+            let Some(&index) = self.streams.get(&stream) else { continue };
+            loop {
+                match self.quic.stream_recv(stream, &mut self.scratch) {
+                    Ok((len, fin)) => {
+                        let transfer = &mut self.transfers[index];
+                        transfer.bytes += len as u64;
+                        if let Some(out) = &mut transfer.out {
+                            if let Err(e) = out.write_all(&self.scratch[..len]) {
+                                self.complete(index, Some(format!("writing the download: {e}")), on_request);
+                                break;
+                            }
+                        }
+                        if fin {
+                            self.transfers[index].status = Some(200);
+                            self.finish_response(index, on_request);
+                            break;
+                        }
+                    }
+                    Err(quiche::Error::Done) => break,
+                    Err(quiche::Error::StreamReset(code)) => {
+                        self.complete(
+                            index,
+                            Some(format!("the server reset the stream (code 0x{code:x}): no such file?")),
+                            on_request,
+                        );
+                        break;
+                    }
+                    Err(e) => {
+                        self.complete(index, Some(format!("reading the response: {e}")), on_request);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The response of transfer `index` is complete: checks it.
+    fn finish_response(&mut self, index: usize, on_request: &mut impl FnMut(&RequestReport)) {
+        let transfer = &mut self.transfers[index];
+        let upload = transfer.upload.is_some();
+        let error = match transfer.status {
+            Some(200) | Some(201) if upload => None,
+            Some(200) if !upload => match transfer.content_length {
+                Some(expected) if expected != transfer.bytes => {
+                    Some(format!("received {} bytes, content-length said {expected}", transfer.bytes))
+                }
+                _ => None,
+            },
+            Some(status) => Some(format!("HTTP status {status}")),
+            None => Some("response without a status".to_string()),
+        };
+        let error = error.or_else(|| {
+            let out = transfer.out.as_mut()?;
+            out.flush().err().map(|e| format!("writing the download: {e}"))
+        });
+        self.complete(index, error, on_request);
+    }
+
+    /// Marks transfer `index` done (once).
+    fn complete(&mut self, index: usize, error: Option<String>, on_request: &mut impl FnMut(&RequestReport)) {
+        let transfer = &mut self.transfers[index];
+        if transfer.done {
+            return;
+        }
+        transfer.done = true;
+        transfer.error = error;
+        transfer.out = None;
+        self.completed += 1;
+        if let Some(stream) = transfer.stream {
+            self.streams.remove(&stream);
+        }
+        let report = self.report(index);
+        match &report.error {
+            None => event!(Level::Debug, "request_done", conn = self.id, path = report.path, bytes = report.bytes),
+            Some(error) => event!(Level::Warn, "request_failed", conn = self.id, path = report.path, error = error),
+        }
+        on_request(&report);
+    }
+
+    fn report(&self, index: usize) -> RequestReport {
+        let transfer = &self.transfers[index];
+        let bytes = match &transfer.upload {
+            Some(body) => body.sent(),
+            None => transfer.bytes,
+        };
+        RequestReport {
+            connection: self.index,
+            path: transfer.request.path.clone(),
+            upload: transfer.request.upload.is_some(),
+            bytes,
+            elapsed: transfer.started.map_or(Duration::ZERO, |started| started.elapsed()),
+            error: transfer.error.clone(),
+        }
+    }
+
+    /// Fails every transfer not done yet with `reason`.
+    fn fail_remaining(&mut self, reason: &str) {
+        for transfer in self.transfers.iter_mut().filter(|transfer| !transfer.done && transfer.error.is_none()) {
+            transfer.error = Some(reason.to_string());
+        }
+    }
+
+    /// The connection closed: reports every transfer.
+    fn finish(&mut self, config: &ClientConfig, on_request: &mut impl FnMut(&RequestReport)) -> ConnectionReport {
+        self.reported = true;
+        let mut summary = Summary::of(&self.quic, "client", &self.id, self.plan.server, self.created.elapsed());
+        summary.cc = config.cc.to_string();
+        let reason = summary
+            .error
+            .clone()
+            .unwrap_or_else(|| "the connection closed before the response was complete".to_string());
+        for index in 0..self.transfers.len() {
+            if !self.transfers[index].done {
+                let error = self.transfers[index].error.clone().unwrap_or_else(|| reason.clone());
+                self.complete(index, Some(error), on_request);
+            }
+        }
+        if config.stats {
+            let mut stdout = io::stdout().lock();
+            let _ = writeln!(stdout, "{summary}");
+            let _ = stdout.flush();
+        }
+        event!(Level::Info, "connection_closed", conn = self.id, error = summary.error.as_deref().unwrap_or("-"));
+        ConnectionReport {
+            requests: (0..self.transfers.len()).map(|index| self.report(index)).collect(),
+            summary,
+            handshake: self.handshake,
+        }
+    }
+}
+
+impl Transfer {
+    /// Opens the output file and the upload, when the request is sent.
+    fn open(&mut self) -> Result<(), String> {
+        if let Sink::File(path) = &self.request.sink {
+            let file = File::create(path).map_err(|e| format!("creating {}: {e}", path.display()))?;
+            self.out = Some(BufWriter::with_capacity(256 * 1024, file));
+        }
+        if let Some(path) = &self.request.upload {
+            let file = File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+            let len = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?.len();
+            self.upload = Some(Body::file(file, len));
+        }
+        Ok(())
+    }
+}
