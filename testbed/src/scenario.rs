@@ -1,0 +1,563 @@
+//! Testbed scenarios: the lab's scenario vocabulary plus the few keys only
+//! real endpoints need, and their translation into a [`Plan`] of
+//! processes, ports and addresses.
+//!
+//! A testbed scenario file is a lab scenario file (see
+//! [`flowshare_lab::scenario`]) with two optional extra keys:
+//!
+//! ```toml
+//! [[link]]
+//! name = "bottleneck"
+//! rate_mbps = 10
+//! delay_ms = 15
+//! buffer_packets = 25
+//! blackhole = [[10.0, 12.0]]   # testbed only: drop everything in [10 s, 12 s)
+//!
+//! [[flow]]
+//! cc = "cubic"
+//! transport = "tcp"            # testbed only: Linux kernel TCP (iperf3); default "quic"
+//! path = ["bottleneck"]
+//! ```
+//!
+//! `flowshare lab` and `flowshare compare` read the same file with these
+//! keys removed. What the testbed cannot emulate (paths of several links,
+//! access delays, web traffic, joining transfers) is refused with the
+//! field named; what real endpoints decide for themselves (pacing, ACK
+//! frequency, packet size, jitter) is ignored and said so.
+
+use std::fmt::Write as _;
+
+use flowshare_controllers::Spec;
+use flowshare_lab::network::Discipline;
+use flowshare_lab::network::Limit;
+use flowshare_lab::rng::Rng;
+use flowshare_lab::scenario::Scenario;
+use flowshare_lab::sim::Role;
+use flowshare_lab::sim::Setup;
+use flowshare_lab::sim::Traffic;
+
+use crate::emulator::CbrSetup;
+use crate::emulator::EmulatorSetup;
+use crate::emulator::LinkSetup;
+use crate::netns;
+
+/// The most bottlenecks the topology has (one veth pair and ns-3 node each).
+pub const MAX_LINKS: usize = 4;
+/// The most connections one run starts (each is one or two processes on a
+/// two-core machine).
+pub const MAX_CONNECTIONS: usize = 24;
+/// Above this rate ns-3 falls behind real time on two cores
+/// (shared/design/testbed.md).
+pub const REAL_TIME_LIMIT_MBPS: f64 = 200.0;
+
+/// First port of each kind of flow; flow `k` uses base + k.
+const TCP_PORT_BASE: u16 = 21000;
+const QUIC_PORT_BASE: u16 = 22000;
+const CBR_PORT_BASE: u16 = 23000;
+
+/// How a flow's packets are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// quiche connections (`flowshare serve` / `flowshare get`).
+    Quic,
+    /// Linux kernel TCP (iperf3).
+    Tcp,
+}
+
+impl Transport {
+    /// The name used in files and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Quic => "quic",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+/// A lab scenario plus the testbed's keys.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestbedScenario {
+    /// The scenario as the lab reads it.
+    pub scenario: Scenario,
+    /// Transport of each `[[flow]]` entry.
+    pub transports: Vec<Transport>,
+    /// Blackhole periods `[start, end)` of each `[[link]]`, seconds.
+    pub blackholes: Vec<Vec<(f64, f64)>>,
+}
+
+fn take_array(table: &mut toml::Table, key: &str) -> Vec<toml::Value> {
+    match table.remove(key) {
+        Some(toml::Value::Array(items)) => items,
+        Some(other) => vec![other],
+        None => Vec::new(),
+    }
+}
+
+impl TestbedScenario {
+    /// A scenario without testbed keys: every flow over QUIC.
+    pub fn from_lab(scenario: Scenario) -> TestbedScenario {
+        let transports = vec![Transport::Quic; scenario.flows.len()];
+        let blackholes = vec![Vec::new(); scenario.links.len()];
+        TestbedScenario { scenario, transports, blackholes }
+    }
+
+    /// Parses a scenario file; errors name the field.
+    pub fn from_toml(text: &str) -> Result<TestbedScenario, String> {
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+            match line {
+                Some(line) => format!("line {line}: {}", e.message()),
+                None => e.message().to_string(),
+            }
+        })?;
+        let mut transports = Vec::new();
+        let mut flows = take_array(&mut table, "flow");
+        for (i, flow) in flows.iter_mut().enumerate() {
+            let transport = match flow.as_table_mut().and_then(|t| t.remove("transport")) {
+                None => Transport::Quic,
+                Some(toml::Value::String(name)) if name == "quic" => Transport::Quic,
+                Some(toml::Value::String(name)) if name == "tcp" => Transport::Tcp,
+                Some(other) => {
+                    return Err(format!("flow[{i}].transport = {other} is not a transport (accepted: \"quic\", \"tcp\")"))
+                }
+            };
+            transports.push(transport);
+        }
+        let mut blackholes = Vec::new();
+        let mut links = take_array(&mut table, "link");
+        for (i, link) in links.iter_mut().enumerate() {
+            let periods = match link.as_table_mut().and_then(|t| t.remove("blackhole")) {
+                None => Vec::new(),
+                Some(value) => parse_periods(&value).map_err(|message| format!("link[{i}].blackhole: {message}"))?,
+            };
+            blackholes.push(periods);
+        }
+        if !flows.is_empty() {
+            table.insert("flow".into(), toml::Value::Array(flows));
+        }
+        if !links.is_empty() {
+            table.insert("link".into(), toml::Value::Array(links));
+        }
+        let scenario: Scenario = toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
+        Ok(TestbedScenario { scenario, transports, blackholes })
+    }
+
+    /// The scenario as a file, testbed keys included.
+    pub fn to_toml(&self) -> String {
+        let Ok(mut table) = toml::from_str::<toml::Table>(&self.scenario.to_toml()) else {
+            return self.scenario.to_toml();
+        };
+        if let Some(toml::Value::Array(flows)) = table.get_mut("flow") {
+            for (flow, transport) in flows.iter_mut().zip(&self.transports) {
+                if let (Some(flow), Transport::Tcp) = (flow.as_table_mut(), transport) {
+                    flow.insert("transport".into(), "tcp".into());
+                }
+            }
+        }
+        if let Some(toml::Value::Array(links)) = table.get_mut("link") {
+            for (link, periods) in links.iter_mut().zip(&self.blackholes) {
+                if let (Some(link), false) = (link.as_table_mut(), periods.is_empty()) {
+                    let periods = periods.iter().map(|&(a, b)| toml::Value::Array(vec![a.into(), b.into()])).collect();
+                    link.insert("blackhole".into(), toml::Value::Array(periods));
+                }
+            }
+        }
+        toml::to_string(&table).unwrap_or_else(|_| self.scenario.to_toml())
+    }
+
+    /// Validates the scenario for the testbed and lays it out; `notes`
+    /// collects what is ignored.
+    pub fn plan(&self, seed: u64, notes: &mut String) -> Result<Plan, String> {
+        let setup = self.scenario.resolve().map_err(|e| e.to_string())?;
+        let scenario = &self.scenario;
+        if self.transports.len() != scenario.flows.len() || self.blackholes.len() != scenario.links.len() {
+            return Err("the testbed keys do not match the scenario's flows and links".into());
+        }
+        if setup.links.len() > MAX_LINKS {
+            return Err(format!("link: the testbed emulates at most {MAX_LINKS} links, the scenario has {}", setup.links.len()));
+        }
+        if setup.connections.len() > MAX_CONNECTIONS {
+            return Err(format!(
+                "flow: the testbed runs at most {MAX_CONNECTIONS} connections on this machine, the scenario has {}",
+                setup.connections.len()
+            ));
+        }
+        let mut links = Vec::new();
+        for (i, link) in setup.links.iter().enumerate() {
+            let queue_packets = match link.limit {
+                Limit::Packets(packets) => packets,
+                Limit::Bytes(bytes) => bytes.div_ceil(scenario.packet_bytes as usize).max(1),
+            };
+            if link.rate_bps > REAL_TIME_LIMIT_MBPS * 1e6 {
+                let _ = writeln!(
+                    notes,
+                    "warning: link[{i}] at {} Mbit/s is above what ns-3 keeps in real time on two cores (~{REAL_TIME_LIMIT_MBPS} Mbit/s); check the lag figures",
+                    link.rate_bps / 1e6
+                );
+            }
+            for &(start, end) in &self.blackholes[i] {
+                if !(0.0..=setup.duration as f64 * 1e-9).contains(&start) || end <= start {
+                    return Err(format!("link[{i}].blackhole: [{start}, {end}] must satisfy 0 <= start < end"));
+                }
+            }
+            links.push(LinkSetup {
+                rate_bps: link.rate_bps,
+                delay_s: link.delay as f64 * 1e-9,
+                queue_packets,
+                red: link.discipline == Discipline::Red,
+                loss: link.random_loss,
+            });
+        }
+
+        // Connection k comes from the [[flow]] entry whose counts cover k.
+        let mut entries = Vec::new();
+        for (i, flow) in scenario.flows.iter().enumerate() {
+            entries.extend(std::iter::repeat_n(i, flow.count));
+        }
+        let mut ignored_jitter = false;
+        for (i, flow) in scenario.flows.iter().enumerate() {
+            let field = |name: &str| format!("flow[{i}].{name}");
+            if flow.access_delay_ms != 0.0 {
+                return Err(format!(
+                    "{} = {} is not supported by the testbed (every path's delay is its link's); set it to 0",
+                    field("access_delay_ms"),
+                    flow.access_delay_ms
+                ));
+            }
+            if flow.jitter_ms != 0.0 {
+                ignored_jitter = true;
+            }
+            if flow.join_bytes.is_some() {
+                return Err(format!("{}: joining transfers are not supported by the testbed", field("join_bytes")));
+            }
+        }
+        if ignored_jitter {
+            let _ = writeln!(notes, "note: jitter_ms is ignored: real endpoints bring their own timing noise");
+        }
+        let _ = writeln!(
+            notes,
+            "note: pacing, ack_every, max_ack_delay_ms and packet_bytes are the endpoints' own in the testbed (quiche, Linux)"
+        );
+
+        let mut rng = Rng::new(seed);
+        let mut clients_per_link = vec![1; links.len()];
+        let duration = setup.duration as f64 * 1e-9;
+        let mut flows = Vec::new();
+        for (k, connection) in setup.connections.iter().enumerate() {
+            let entry = entries[k];
+            let transport = self.transports[entry];
+            let field = |name: &str| format!("flow[{entry}].{name}");
+            let mut subflows = Vec::new();
+            for path in &connection.paths {
+                if path.len() != 1 {
+                    return Err(format!(
+                        "{}: the testbed emulates each path as one bottleneck; give one link per path",
+                        field("path")
+                    ));
+                }
+                let link = path[0];
+                let index = subflows.iter().filter(|s: &&Subflow| s.link == link).count();
+                clients_per_link[link] = clients_per_link[link].max(index + 1);
+                subflows.push(Subflow { link, client_address: netns::client_address(link, index) });
+            }
+            let spread = rng.below(setup.start_spread as f64 * 1e-9);
+            let mut start_s = connection.start as f64 * 1e-9 + spread;
+            let stop_s = connection.stop.map_or(duration, |stop| (stop as f64 * 1e-9).min(duration));
+            if transport == Transport::Tcp && matches!(connection.traffic, Traffic::Bulk { .. }) {
+                // iperf3 runs for whole seconds: start up to a second later
+                // so that it stops when the flow should.
+                start_s = stop_s - (stop_s - start_s).floor().max(1.0);
+            }
+            let kind = match (&connection.traffic, &connection.cc, transport) {
+                (Traffic::Cbr { rate_bps, on_off }, _, _) => {
+                    FlowKind::Cbr { rate_bps: *rate_bps, on_off: *on_off, port: CBR_PORT_BASE + k as u16 }
+                }
+                (Traffic::Web { .. }, _, _) => {
+                    return Err(format!("{}: web traffic is not supported by the testbed", field("traffic")))
+                }
+                (_, Some(spec), Transport::Tcp) => {
+                    if !matches!(spec, Spec::Reno | Spec::Cubic) {
+                        return Err(format!(
+                            "{}: Linux TCP peers run reno or cubic, not {spec}",
+                            field("cc")
+                        ));
+                    }
+                    if subflows.len() != 1 {
+                        return Err(format!("{}: TCP peers are single-path", field("paths")));
+                    }
+                    FlowKind::Tcp { cc: spec.algorithm(), port: TCP_PORT_BASE + k as u16 }
+                }
+                (_, Some(spec), Transport::Quic) => FlowKind::Quic { spec: spec.clone(), port: QUIC_PORT_BASE + k as u16 },
+                (_, None, _) => return Err(format!("{}: is required", field("cc"))),
+            };
+            let bytes = match connection.traffic {
+                Traffic::Transfer { segments } => Some(segments as u64 * scenario.packet_bytes as u64),
+                _ => None,
+            };
+            let label = match (&scenario.flows[entry].label, &kind) {
+                (None, FlowKind::Tcp { cc, .. }) => format!("linux-{cc}"),
+                _ => connection.label.clone(),
+            };
+            flows.push(FlowPlan {
+                id: k,
+                label,
+                role: connection.role,
+                cc: connection.cc.as_ref().map_or_else(|| "cbr".to_string(), Spec::to_string),
+                weight: connection.cc.as_ref().map_or(0.0, Spec::weight),
+                kind,
+                subflows,
+                start_s,
+                stop_s,
+                bytes,
+            });
+        }
+        Ok(Plan { setup, links, blackholes: self.blackholes.clone(), flows, clients_per_link, seed })
+    }
+}
+
+fn parse_periods(value: &toml::Value) -> Result<Vec<(f64, f64)>, String> {
+    let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+    let items = value.as_array().ok_or("must be a list of [start_s, end_s] pairs")?;
+    items
+        .iter()
+        .map(|item| match item.as_array().map(|pair| pair.iter().map(number).collect::<Vec<_>>()) {
+            Some(pair) if pair.len() == 2 && pair.iter().all(Option::is_some) => {
+                Ok((pair[0].unwrap_or_default(), pair[1].unwrap_or_default()))
+            }
+            _ => Err(format!("{item} is not a [start_s, end_s] pair")),
+        })
+        .collect()
+}
+
+/// A subflow's way through the topology.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Subflow {
+    /// The bottleneck it crosses.
+    pub link: usize,
+    /// The client address it uses (which selects the link).
+    pub client_address: String,
+}
+
+/// What a flow runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowKind {
+    /// A quiche connection: `flowshare serve --cc SPEC` sends to
+    /// `flowshare get`.
+    Quic {
+        /// The sender's controller.
+        spec: Spec,
+        /// The server's UDP port.
+        port: u16,
+    },
+    /// Linux TCP: iperf3 in the server namespace sends to iperf3 in the
+    /// client namespace.
+    Tcp {
+        /// `reno` or `cubic`.
+        cc: &'static str,
+        /// The receiver's TCP port.
+        port: u16,
+    },
+    /// Constant bit rate UDP made inside ns-3.
+    Cbr {
+        /// Rate while on, bit/s.
+        rate_bps: f64,
+        /// Mean on and off periods, seconds (always on if `None`).
+        on_off: Option<(f64, f64)>,
+        /// Destination port.
+        port: u16,
+    },
+}
+
+/// One connection of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowPlan {
+    /// Index, as in the lab's reports.
+    pub id: usize,
+    /// Label in reports.
+    pub label: String,
+    /// Role in the fairness metrics.
+    pub role: Role,
+    /// Controller spec (`cbr` for CBR).
+    pub cc: String,
+    /// Flowshares.
+    pub weight: f64,
+    /// What runs.
+    pub kind: FlowKind,
+    /// One per subflow.
+    pub subflows: Vec<Subflow>,
+    /// Start, seconds after the run's origin.
+    pub start_s: f64,
+    /// When it stops sending (bulk and CBR), seconds.
+    pub stop_s: f64,
+    /// Size of a finite transfer.
+    pub bytes: Option<u64>,
+}
+
+impl FlowPlan {
+    /// The transport name for reports.
+    pub fn transport(&self) -> &'static str {
+        match self.kind {
+            FlowKind::Quic { .. } => "quic",
+            FlowKind::Tcp { .. } => "tcp",
+            FlowKind::Cbr { .. } => "udp-cbr",
+        }
+    }
+
+    /// Whether a row of the ns-3 series belongs to this flow: QUIC by the
+    /// server's port, TCP and CBR by the receiver's.
+    pub fn owns(&self, protocol: u8, source_port: u16, destination_port: u16) -> bool {
+        match self.kind {
+            FlowKind::Quic { port, .. } => protocol == 17 && source_port == port,
+            FlowKind::Tcp { port, .. } => protocol == 6 && destination_port == port,
+            FlowKind::Cbr { port, .. } => protocol == 17 && destination_port == port,
+        }
+    }
+}
+
+/// A scenario laid out for the testbed.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The lab's resolved setup (names, duration, warm-up, bins).
+    pub setup: Setup,
+    /// The emulated links.
+    pub links: Vec<LinkSetup>,
+    /// Blackhole periods per link.
+    pub blackholes: Vec<Vec<(f64, f64)>>,
+    /// The connections.
+    pub flows: Vec<FlowPlan>,
+    /// Client addresses needed on each link.
+    pub clients_per_link: Vec<usize>,
+    /// Seed of the run (start spread, CBR on/off, ns-3's random loss).
+    pub seed: u64,
+}
+
+impl Plan {
+    /// Duration, seconds.
+    pub fn duration_s(&self) -> f64 {
+        self.setup.duration as f64 * 1e-9
+    }
+
+    /// What ns-3 is started with.
+    pub fn emulator_setup(&self, hard_limit_ms: f64) -> EmulatorSetup {
+        let cbr = self
+            .flows
+            .iter()
+            .filter_map(|flow| match flow.kind {
+                FlowKind::Cbr { rate_bps, port, .. } => {
+                    Some(CbrSetup { port, rate_bps, link: flow.subflows.first().map_or(0, |s| s.link) })
+                }
+                _ => None,
+            })
+            .collect();
+        EmulatorSetup {
+            links: self.links.clone(),
+            cbr,
+            interval_s: self.setup.bin as f64 * 1e-9,
+            seed: self.seed,
+            hard_limit_ms,
+        }
+    }
+
+    /// Whether any flow needs the `flowshare` QUIC endpoints.
+    pub fn needs_quic(&self) -> bool {
+        self.flows.iter().any(|flow| matches!(flow.kind, FlowKind::Quic { .. }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CROSS: &str = r#"
+name = "cross"
+duration_s = 20
+warmup_s = 5
+
+[[link]]
+name = "bottleneck"
+rate_mbps = 10
+delay_ms = 15
+buffer_packets = 25
+blackhole = [[8, 9.5]]
+
+[[flow]]
+cc = "multcp:n=2"
+path = ["bottleneck"]
+
+[[flow]]
+cc = "cubic"
+transport = "tcp"
+path = ["bottleneck"]
+"#;
+
+    fn plan(text: &str) -> Result<Plan, String> {
+        TestbedScenario::from_toml(text)?.plan(1, &mut String::new())
+    }
+
+    #[test]
+    fn testbed_keys_are_read_and_the_rest_is_the_lab_scenario() {
+        let scenario = TestbedScenario::from_toml(CROSS).unwrap();
+        assert_eq!(scenario.transports, vec![Transport::Quic, Transport::Tcp]);
+        assert_eq!(scenario.blackholes, vec![vec![(8.0, 9.5)]]);
+        assert_eq!(scenario.scenario.links[0].buffer_packets, Some(25));
+        assert_eq!(TestbedScenario::from_toml(&scenario.to_toml()).unwrap(), scenario);
+    }
+
+    #[test]
+    fn flows_get_ports_links_and_labels_by_transport() {
+        let plan = plan(CROSS).unwrap();
+        assert_eq!(plan.flows.len(), 2);
+        assert_eq!(plan.flows[0].kind, FlowKind::Quic { spec: "multcp:n=2".parse().unwrap(), port: QUIC_PORT_BASE });
+        assert_eq!(plan.flows[1].kind, FlowKind::Tcp { cc: "cubic", port: TCP_PORT_BASE + 1 });
+        assert_eq!(plan.flows[1].label, "linux-cubic");
+        assert_eq!(plan.flows[1].role, Role::Standard);
+        assert_eq!(plan.flows[0].weight, 2.0);
+        assert_eq!(plan.links[0].queue_packets, 25);
+        // QUIC rows are the server's (source) port, TCP rows the receiver's.
+        assert!(plan.flows[0].owns(17, QUIC_PORT_BASE, 40000));
+        assert!(!plan.flows[0].owns(6, QUIC_PORT_BASE, 40000));
+        assert!(plan.flows[1].owns(6, 50000, TCP_PORT_BASE + 1));
+    }
+
+    #[test]
+    fn subflows_on_one_link_get_distinct_client_addresses() {
+        let text = r#"
+name = "mp"
+duration_s = 10
+[[link]]
+name = "a"
+rate_mbps = 10
+delay_ms = 10
+buffer_bdp = 1
+[[link]]
+name = "b"
+rate_mbps = 10
+delay_ms = 10
+buffer_bdp = 1
+[[flow]]
+cc = "mcompound:group=1"
+paths = [["a"], ["b"]]
+[[flow]]
+cc = "mcompound:group=2"
+paths = [["a"], ["a"]]
+"#;
+        let plan = plan(text).unwrap();
+        let addresses = |k: usize| plan.flows[k].subflows.iter().map(|s| s.client_address.clone()).collect::<Vec<_>>();
+        assert_eq!(addresses(0), ["198.18.0.100", "198.18.1.100"]);
+        assert_eq!(addresses(1), ["198.18.0.100", "198.18.0.101"]);
+        assert_eq!(plan.clients_per_link, vec![2, 1]);
+    }
+
+    #[test]
+    fn what_the_testbed_cannot_emulate_is_refused_with_the_field() {
+        let error = plan(&CROSS.replace("cc = \"cubic\"", "cc = \"multcp:n=2\"")).unwrap_err();
+        assert_eq!(error, "flow[1].cc: Linux TCP peers run reno or cubic, not multcp:n=2");
+        let error = plan(&CROSS.replace("path = [\"bottleneck\"]\n\n[[flow]]", "path = [\"bottleneck\"]\naccess_delay_ms = 2\n\n[[flow]]"))
+            .unwrap_err();
+        assert!(error.starts_with("flow[0].access_delay_ms = 2 is not supported"), "{error}");
+        let error = TestbedScenario::from_toml(&CROSS.replace("transport = \"tcp\"", "transport = \"sctp\"")).unwrap_err();
+        assert_eq!(error, "flow[1].transport = \"sctp\" is not a transport (accepted: \"quic\", \"tcp\")");
+        let error = TestbedScenario::from_toml(&CROSS.replace("[[8, 9.5]]", "[8]")).unwrap_err();
+        assert!(error.starts_with("link[0].blackhole:"), "{error}");
+    }
+}
