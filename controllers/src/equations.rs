@@ -96,10 +96,16 @@
 //! gives 1.506e-5 packets/s at `p` = 0.999 and 7.58e-5 at `p` = 1.
 //! With `t_RTO` held fixed it is *not* monotone in `R` everywhere: fewer
 //! flows are modelled in timeout as `R` grows. It increases with n for
-//! `j = 1` and `p <= 0.1`, and for `j <= 3` and `p <= 0.05` on either side of
-//! the switch at n = 13; near the cliff where timeouts take over (`p`
-//! around 0.14 at `t_RTO = 4R`), or when `j` is large compared with n, more
-//! flows can give a lower rate.
+//! `j = 1` and `p <= 0.1`; for `j <= 3` it does so for `p <= 0.05` on either
+//! side of the switch at n = 13 as long as `n >= 1`, and for `p <= 0.03`
+//! below one flow. There `j_af` is clamped to 1 but the timeout term keeps
+//! the measured `j`, so with several losses per event a fraction of a flow
+//! is modelled in timeout more often as it grows: at `p` = 0.05, `j` = 2.77,
+//! `t_RTO = 4R`, n = 0.5 gets 1.329/R packets/s and n = 0.9 only 1.232/R
+//! (the limit lies between `p` = 0.035 and 0.04, found on a grid with
+//! python3). Near the cliff where timeouts take over (`p` around 0.14 at
+//! `t_RTO = 4R`), or when `j` is large compared with n, more flows can give a
+//! lower rate.
 
 /// Below this number of flows (and above 1) a loss event of `j` packets is
 /// taken to hit `n (1 - ((n - 1)/n)^j)` flows (paper 004 section III).
@@ -341,6 +347,15 @@ mod tests {
     }
 
     #[test]
+    fn below_one_flow_with_several_losses_per_event_the_rate_can_fall_with_n() {
+        // The documented exception to monotonicity in n (python3 values).
+        let half = multfrc(0.5, 0.1, 1.0, 0.05, 2.77, 0.4);
+        let most = multfrc(0.9, 0.1, 1.0, 0.05, 2.77, 0.4);
+        assert!(relative(half, 13.287_764_623_376_68) < 1e-9, "{half}");
+        assert!(relative(most, 12.315_707_725_509_61) < 1e-9, "{most}");
+    }
+
+    #[test]
     fn every_packet_lost_is_finite() {
         // p = 1: q = n, B = n / (33 t_RTO).
         let rate = multfrc(4.0, 0.1, 1.0, 1.0, 1.0, 0.4);
@@ -403,10 +418,13 @@ mod tests {
         }
 
         #[test]
-        fn rate_increases_with_n_on_either_side_of_13(below in any::<bool>(), from in 0.0f64..1.0, to in 0.0f64..1.0,
-                                                      rtt in 1e-6f64..100.0, b in 1.0f64..=2.0,
-                                                      p in 1e-12f64..0.05, j in 1.0f64..=3.0) {
-            let (low, high) = if below { (0.001, 13.0 - 1e-9) } else { (13.0, 256.0) };
+        fn rate_increases_with_n_for_a_few_losses_per_event(
+            (low, high, highest_p) in prop_oneof![Just((0.001, 1.0, 0.03)), Just((1.0, 13.0 - 1e-9, 0.05)),
+                                                  Just((13.0, 256.0, 0.05))],
+            from in 0.0f64..1.0, to in 0.0f64..1.0, rtt in 1e-6f64..100.0, b in 1.0f64..=2.0,
+            p_fraction in 1e-12f64..=1.0, j in 1.0f64..=3.0) {
+            // The ranges of the module docs: below one flow only up to p = 0.03.
+            let p = highest_p * p_fraction;
             let (from, to) = (from.min(to), from.max(to));
             let (small, big) = (low + (high - low) * from, low + (high - low) * to);
             prop_assume!(big > small * (1.0 + 1e-9));
