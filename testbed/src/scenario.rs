@@ -560,4 +560,35 @@ paths = [["a"], ["a"]]
         let error = TestbedScenario::from_toml(&CROSS.replace("[[8, 9.5]]", "[8]")).unwrap_err();
         assert!(error.starts_with("link[0].blackhole:"), "{error}");
     }
+
+    #[test]
+    fn the_shipped_control_scenarios_plan_and_run_what_their_names_say() {
+        // testbed/README.md's calibration table is measured with these files.
+        let directory = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let mut files: Vec<_> = std::fs::read_dir(&directory).unwrap().map(|entry| entry.unwrap().path()).collect();
+        files.sort();
+        assert_eq!(files.len(), 8, "{files:?}");
+        let implementation = |cc: &str| match cc {
+            "cubic" => "quiche-cubic",
+            "reno" => "quiche-reno",
+            "mulcubic:n=1" => "flowshare-cubic",
+            "multcp:n=1" => "flowshare-reno",
+            other => panic!("a control runs weight-one flows only, not {other}"),
+        };
+        for file in files {
+            let plan = plan(&std::fs::read_to_string(&file).unwrap()).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+            assert_eq!(plan.flows.len(), 3, "{file:?}");
+            assert!(plan.flows.iter().all(|flow| flow.weight == 1.0), "{file:?}");
+            let (weighted, standard) = (implementation(&plan.flows[0].cc), implementation(&plan.flows[1].cc));
+            assert_eq!(plan.flows[2].cc, plan.flows[1].cc, "{file:?}");
+            // control-A.toml for A against A, control-A-vs-B.toml otherwise.
+            let stem = file.file_stem().unwrap().to_str().unwrap().strip_prefix("control-").unwrap().to_owned();
+            let implied = match stem.split_once("-vs-") {
+                None => (stem.clone(), stem.clone()),
+                Some((a, b)) if b == "reno" || b == "cubic" => (a.to_owned(), format!("{}-{b}", a.split('-').next().unwrap())),
+                Some((a, b)) => (a.to_owned(), b.to_owned()),
+            };
+            assert_eq!((weighted.to_owned(), standard.to_owned()), implied, "{file:?}");
+        }
+    }
 }
