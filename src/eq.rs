@@ -6,14 +6,11 @@
 //! the controllers accept, and a bad one gives a one-line error naming the
 //! flag and the range.
 
-use std::fmt;
-
 use clap::Args;
 use clap::Subcommand;
 use flowshare_controllers::equations::MulTfrcEquation;
 use flowshare_controllers::equations::TcpEquation;
-use flowshare_controllers::multfrc::B_RANGE;
-use flowshare_controllers::spec::MAX_WEIGHT;
+use flowshare_controllers::grammar::Range;
 
 /// Arguments of `flowshare eq`.
 #[derive(Args)]
@@ -79,39 +76,20 @@ struct TcpArgs {
     s: Option<String>,
 }
 
-/// An interval of accepted values, printed in interval notation.
-struct Accepted {
-    min: f64,
-    min_inclusive: bool,
-    max: f64,
-    max_inclusive: bool,
-}
+/// The accepted values of the equations' inputs.
+mod accepted {
+    use flowshare_controllers::grammar::Range;
 
-impl Accepted {
-    const WEIGHT: Accepted = Accepted { min: 0.0, min_inclusive: false, max: MAX_WEIGHT, max_inclusive: true };
-    const POSITIVE: Accepted = Accepted { min: 0.0, min_inclusive: false, max: f64::INFINITY, max_inclusive: false };
-    const PROBABILITY: Accepted = Accepted { min: 0.0, min_inclusive: false, max: 1.0, max_inclusive: true };
-    const AT_LEAST_ONE: Accepted = Accepted { min: 1.0, min_inclusive: true, max: f64::INFINITY, max_inclusive: false };
-    const B: Accepted = Accepted { min: B_RANGE.0, min_inclusive: true, max: B_RANGE.1, max_inclusive: true };
-    const PACKET_SIZE: Accepted = Accepted { min: 1.0, min_inclusive: true, max: 65535.0, max_inclusive: true };
-
-    fn contains(&self, value: f64) -> bool {
-        let above = if self.min_inclusive { value >= self.min } else { value > self.min };
-        let below = if self.max_inclusive { value <= self.max } else { value < self.max };
-        above && below
-    }
-}
-
-impl fmt::Display for Accepted {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        let open = if self.min_inclusive { '[' } else { '(' };
-        let close = if self.max_inclusive { ']' } else { ')' };
-        write!(f, "{open}{}, {}{close}", self.min, self.max)
-    }
+    pub const WEIGHT: Range = Range::WEIGHT;
+    pub const POSITIVE: Range = Range::open(0.0, f64::INFINITY);
+    pub const PROBABILITY: Range = Range::above_up_to(0.0, 1.0);
+    pub const AT_LEAST_ONE: Range = Range::from_up_to(1.0, f64::INFINITY);
+    pub const B: Range = flowshare_controllers::multfrc::B_RANGE;
+    pub const PACKET_SIZE: Range = Range::closed(1.0, 65535.0);
 }
 
 /// Parses `--flag text` as the quantity `name` in `accepted`.
-fn value(flag: &str, name: &str, text: &str, accepted: Accepted) -> Result<f64, String> {
+fn value(flag: &str, name: &str, text: &str, accepted: Range) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(value) if accepted.contains(value) => Ok(value),
         Ok(_) => Err(format!("--{flag} {text}: {name} must be in {accepted}")),
@@ -122,7 +100,7 @@ fn value(flag: &str, name: &str, text: &str, accepted: Accepted) -> Result<f64, 
 /// The packet size, if given: whole bytes.
 fn packet_size(text: Option<&str>) -> Result<Option<f64>, String> {
     let Some(text) = text else { return Ok(None) };
-    let size = value("s", "the packet size in bytes", text, Accepted::PACKET_SIZE)?;
+    let size = value("s", "the packet size in bytes", text, accepted::PACKET_SIZE)?;
     if size.fract() != 0.0 {
         return Err(format!("--s {text}: the packet size must be a whole number of bytes"));
     }
@@ -133,20 +111,20 @@ fn packet_size(text: Option<&str>) -> Result<Option<f64>, String> {
 pub fn run(args: EqArgs) -> Result<(), String> {
     let (packets_per_second, size) = match &args.equation {
         Equation::Multfrc(args) => {
-            let n = value("n", "n", &args.n, Accepted::WEIGHT)?;
-            let rtt = value("rtt", "the RTT in seconds", &args.rtt, Accepted::POSITIVE)?;
-            let p = value("pe", "p_e", &args.pe, Accepted::PROBABILITY)?;
-            let j = value("j", "j", &args.j, Accepted::AT_LEAST_ONE)?;
-            let rto = value("rto", "t_RTO in seconds", &args.rto, Accepted::POSITIVE)?;
-            let b = value("b", "b", &args.b, Accepted::B)?;
+            let n = value("n", "n", &args.n, accepted::WEIGHT)?;
+            let rtt = value("rtt", "the RTT in seconds", &args.rtt, accepted::POSITIVE)?;
+            let p = value("pe", "p_e", &args.pe, accepted::PROBABILITY)?;
+            let j = value("j", "j", &args.j, accepted::AT_LEAST_ONE)?;
+            let rto = value("rto", "t_RTO in seconds", &args.rto, accepted::POSITIVE)?;
+            let b = value("b", "b", &args.b, accepted::B)?;
             let size = packet_size(args.s.as_deref())?;
             (MulTfrcEquation { n, rtt, rto, b, losses_per_event: j }.packets_per_second(p), size)
         }
         Equation::Tcp(args) => {
-            let rtt = value("rtt", "the RTT in seconds", &args.rtt, Accepted::POSITIVE)?;
-            let p = value("p", "p", &args.p, Accepted::PROBABILITY)?;
-            let rto = value("rto", "t_RTO in seconds", &args.rto, Accepted::POSITIVE)?;
-            let b = value("b", "b", &args.b, Accepted::B)?;
+            let rtt = value("rtt", "the RTT in seconds", &args.rtt, accepted::POSITIVE)?;
+            let p = value("p", "p", &args.p, accepted::PROBABILITY)?;
+            let rto = value("rto", "t_RTO in seconds", &args.rto, accepted::POSITIVE)?;
+            let b = value("b", "b", &args.b, accepted::B)?;
             let size = packet_size(args.s.as_deref())?;
             (TcpEquation { rtt, rto, b }.packets_per_second(p), size)
         }

@@ -73,8 +73,12 @@ fn assert_driven_and_consistent(report: &TransferReport, algorithm: &str) {
         }
         event.apply(replayed.as_mut());
     }
-    assert!(runts.is_empty(), "{} short packets filled a fraction of a datagram of window, e.g. (bytes, in flight, window) {:?}",
-            runts.len(), &runts[..runts.len().min(5)]);
+    assert!(
+        runts.is_empty(),
+        "{} short packets filled a fraction of a datagram of window, e.g. (bytes, in flight, window) {:?}",
+        runts.len(),
+        &runts[..runts.len().min(5)]
+    );
     assert_eq!(&replayed.snapshot(), snapshot);
     assert_eq!(replayed.counters(), &counters);
 }
@@ -106,7 +110,7 @@ fn pa_multcp_runs_in_quiche() {
     let report = transfer("pa-multcp:n=4", false);
     assert_driven_and_consistent(&report, "pa-multcp");
     let snapshot = report.sender.snapshot.as_ref().expect("snapshot");
-    assert!(snapshot.probe_window.is_some() && snapshot.adjusting_window.is_some(), "{snapshot:?}");
+    assert!(snapshot.value("probe_window").is_some() && snapshot.value("adjusting_window").is_some(), "{snapshot:?}");
 }
 
 #[test]
@@ -140,7 +144,7 @@ fn two_connections_in_one_mcompound_group_transfer_concurrently_and_share() {
                     let mut config = config(spec);
                     config.progress_every = Duration::from_millis(100);
                     transfer::run(&config, |progress| {
-                        if let Some(share) = progress.snapshot.as_ref().and_then(|s| s.group_share) {
+                        if let Some(share) = progress.snapshot.as_ref().and_then(|s| s.number("group_share")) {
                             shares.lock().expect("no panics while holding it").push(share);
                         }
                     })

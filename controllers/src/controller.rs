@@ -9,7 +9,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use crate::spec::SpecError;
+use crate::grammar::SpecError;
 use crate::time::Time;
 
 /// What a host tells a controller when it creates it.
@@ -26,11 +26,7 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params {
-            initial_window_packets: 10,
-            max_datagram_size: 1200,
-            initial_rtt: Duration::from_millis(333),
-        }
+        Params { initial_window_packets: 10, max_datagram_size: 1200, initial_rtt: Duration::from_millis(333) }
     }
 }
 
@@ -84,12 +80,7 @@ pub struct RttEstimate {
 impl RttEstimate {
     /// The estimate before any sample was taken (RFC 9002, section 6.2.2).
     pub fn initial(initial_rtt: Duration) -> Self {
-        RttEstimate {
-            latest: initial_rtt,
-            smoothed: initial_rtt,
-            variation: initial_rtt / 2,
-            min: initial_rtt,
-        }
+        RttEstimate { latest: initial_rtt, smoothed: initial_rtt, variation: initial_rtt / 2, min: initial_rtt }
     }
 }
 
@@ -160,8 +151,8 @@ impl Counters {
     }
 }
 
-/// A read-only view of a controller's state for logs and qlog. Fields an
-/// algorithm does not have are `None`.
+/// A read-only view of a controller's state for logs and qlog: what every
+/// algorithm has, and an open list of the algorithm's own values.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
     /// Algorithm name as in the spec language (`multcp`, `reno`, ...).
@@ -174,32 +165,56 @@ pub struct Snapshot {
     pub ssthresh: Option<usize>,
     /// Pacing rate in bytes per second.
     pub pacing_rate: Option<u64>,
-    /// Number of flowshares the controller aims for.
+    /// Number of flowshares the controller aims for (weighted algorithms).
     pub weight: Option<f64>,
-    /// Loss event rate it measures.
-    pub loss_event_rate: Option<f64>,
-    /// Window cap in bytes (PA-MulTCP's W_max).
-    pub w_max: Option<f64>,
-    /// Probe loop window in bytes (PA-MulTCP).
-    pub probe_window: Option<usize>,
-    /// Adjusting loop window in bytes (PA-MulTCP).
-    pub adjusting_window: Option<usize>,
-    /// The loop that carried the last packet sent (PA-MulTCP).
-    pub last_loop: Option<&'static str>,
-    /// Equation rate in bytes per second (MulTFRC's X_calc).
-    pub calculated_rate: Option<f64>,
-    /// Receive rate in bytes per second (MulTFRC's X_recv).
-    pub receive_rate: Option<f64>,
-    /// Packets lost per loss event (MulTFRC's j).
-    pub losses_per_event: Option<f64>,
-    /// Loss-based window in bytes (Compound TCP).
-    pub loss_window: Option<usize>,
-    /// Delay-based window in bytes (Compound TCP).
-    pub delay_window: Option<usize>,
-    /// Base (minimum) RTT the controller uses.
-    pub base_rtt: Option<Duration>,
-    /// This subflow's share of its group's rate (MCompound).
-    pub group_share: Option<f64>,
+    /// The algorithm's own state by name, in the order the algorithm
+    /// documents: e.g. PA-MulTCP's `w_max` and `probe_window`, MulTFRC's
+    /// `calculated_rate`. Windows are in bytes, rates in bytes per second.
+    pub state: Vec<(&'static str, Value)>,
+}
+
+impl Snapshot {
+    /// The algorithm's own value called `name`.
+    pub fn value(&self, name: &str) -> Option<Value> {
+        self.state.iter().find(|(key, _)| *key == name).map(|&(_, value)| value)
+    }
+
+    /// The algorithm's own value called `name` as a number
+    /// ([`Value::as_f64`]).
+    pub fn number(&self, name: &str) -> Option<f64> {
+        self.value(name).and_then(|value| value.as_f64())
+    }
+}
+
+/// One value of an algorithm's own state in a [`Snapshot`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// A count or a size (windows in bytes).
+    Integer(u64),
+    /// A real number (rates, probabilities, factors).
+    Real(f64),
+    /// A time (RTTs).
+    Duration(Duration),
+    /// A name (which loop carried the last packet).
+    Name(&'static str),
+}
+
+impl Value {
+    /// The value as a number: sizes and counts as they are, times in
+    /// seconds; `None` for names.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Integer(value) => Some(value as f64),
+            Value::Real(value) => Some(value),
+            Value::Duration(value) => Some(value.as_secs_f64()),
+            Value::Name(_) => None,
+        }
+    }
+
+    /// Whether the value is a finite number, or a name.
+    pub fn is_finite(&self) -> bool {
+        self.as_f64().is_none_or(f64::is_finite)
+    }
 }
 
 /// A congestion controller: turns the host's events into a congestion window
@@ -263,4 +278,68 @@ pub trait Controller: Debug + Send + Sync {
 
     /// The controller's state.
     fn snapshot(&self) -> Snapshot;
+}
+
+/// A boxed controller is a controller, so that hosts can hold whatever a
+/// [`crate::Spec`] builds where a concrete type is expected.
+impl<C: Controller + ?Sized> Controller for Box<C> {
+    fn on_packet_sent(&mut self, packet: &SentPacket) {
+        (**self).on_packet_sent(packet)
+    }
+
+    fn on_congestion_event(&mut self, event: &CongestionEvent) {
+        (**self).on_congestion_event(event)
+    }
+
+    fn on_retransmission_timeout(&mut self, now: Time) {
+        (**self).on_retransmission_timeout(now)
+    }
+
+    fn on_persistent_congestion(&mut self, now: Time) {
+        (**self).on_persistent_congestion(now)
+    }
+
+    fn on_app_limited(&mut self, bytes_in_flight: usize) {
+        (**self).on_app_limited(bytes_in_flight)
+    }
+
+    fn on_packet_discarded(&mut self, number: u64) {
+        (**self).on_packet_discarded(number)
+    }
+
+    fn set_max_datagram_size(&mut self, bytes: usize) {
+        (**self).set_max_datagram_size(bytes)
+    }
+
+    fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
+        (**self).set_weight(weight)
+    }
+
+    fn congestion_window(&self) -> usize {
+        (**self).congestion_window()
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        (**self).pacing_rate()
+    }
+
+    fn can_send(&self, bytes_in_flight: usize) -> bool {
+        (**self).can_send(bytes_in_flight)
+    }
+
+    fn in_recovery(&self) -> bool {
+        (**self).in_recovery()
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        (**self).ssthresh()
+    }
+
+    fn counters(&self) -> &Counters {
+        (**self).counters()
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        (**self).snapshot()
+    }
 }

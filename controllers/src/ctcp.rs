@@ -6,8 +6,9 @@
 //! that grows fast while the path shows no queue and gives way when one
 //! builds, so the flow fills long fat pipes quickly yet takes no more than
 //! standard TCP once the bottleneck queue is full. The same controller runs
-//! every MCompound subflow ([`crate::mcompound`]): single-path Compound TCP is
-//! the case `θ1 = θ2 = θ3 = 1` of the rules below.
+//! every MCompound subflow ([`crate::mcompound`]) through a [`Coupling`]:
+//! single-path Compound TCP is the case `θ1 = θ2 = θ3 = 1` of the rules
+//! below.
 //!
 //! # Rules (windows in packets here; the code keeps bytes)
 //!
@@ -83,12 +84,11 @@ use crate::controller::Counters;
 use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
-use crate::mcompound::McompoundGroup;
-use crate::mcompound::Subflow;
-use crate::mcompound::Thetas;
-use crate::spec::Args;
-use crate::spec::Range;
-use crate::spec::SpecError;
+use crate::controller::Value;
+use crate::grammar::Args;
+use crate::grammar::Range;
+use crate::grammar::SpecError;
+use crate::spec::AlgorithmConfig;
 use crate::time::Time;
 use crate::window;
 use crate::window::AppLimitedTracker;
@@ -115,7 +115,7 @@ const ALPHA_RANGE: Range = Range::above_up_to(0.0, 1.0);
 const BETA_RANGE: Range = Range::above_up_to(0.0, 0.5);
 /// Accepted k: growth `α win^k` between constant (0) and short of
 /// exponential (1); paper 003's model divides by `1 - k`.
-const K_RANGE: Range = Range { min: 0.0, min_inclusive: true, max: 1.0, max_inclusive: false };
+const K_RANGE: Range = Range::from_up_to(0.0, 1.0);
 /// Accepted γ in packets: a backlog of 10 000 packets is a bloated buffer
 /// already.
 const GAMMA_RANGE: Range = Range::above_up_to(0.0, 10_000.0);
@@ -193,18 +193,6 @@ impl CtcpConfig {
         ]
     }
 
-    /// Parses `alpha`, `beta`, `k`, `gamma` and `zeta`; absent keys keep
-    /// their defaults.
-    pub(crate) fn from_args(args: &mut Args) -> Result<Self, SpecError> {
-        Ok(CtcpConfig {
-            alpha: args.real("alpha", ALPHA_RANGE)?.unwrap_or(ALPHA),
-            beta: args.real("beta", BETA_RANGE)?.unwrap_or(BETA),
-            k: args.real("k", K_RANGE)?.unwrap_or(K),
-            gamma: args.real("gamma", GAMMA_RANGE)?.unwrap_or(GAMMA),
-            zeta: args.real("zeta", ZETA_RANGE)?.unwrap_or(ZETA),
-        })
-    }
-
     /// Writes `key=value` for every parameter that differs from its default,
     /// the first preceded by `first`, the others by `,`.
     pub(crate) fn write_keys(&self, f: &mut fmt::Formatter, first: char) -> fmt::Result {
@@ -217,6 +205,24 @@ impl CtcpConfig {
             }
         }
         Ok(())
+    }
+}
+
+impl AlgorithmConfig for CtcpConfig {
+    /// Parses `alpha`, `beta`, `k`, `gamma` and `zeta`; absent keys keep
+    /// their defaults.
+    fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        Ok(CtcpConfig {
+            alpha: args.real("alpha", ALPHA_RANGE)?.unwrap_or(ALPHA),
+            beta: args.real("beta", BETA_RANGE)?.unwrap_or(BETA),
+            k: args.real("k", K_RANGE)?.unwrap_or(K),
+            gamma: args.real("gamma", GAMMA_RANGE)?.unwrap_or(GAMMA),
+            zeta: args.real("zeta", ZETA_RANGE)?.unwrap_or(ZETA),
+        })
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(Compound::new(self.clone(), params))
     }
 }
 
@@ -273,8 +279,40 @@ impl Round {
     }
 }
 
+/// The coupling factors of a Compound TCP flow: what MCompound scales its
+/// growth by (paper 003 Algorithm 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Thetas {
+    /// θ1: scales the delay window's growth, eq. (13).
+    pub theta1: f64,
+    /// θ2: scales the loss window's growth, eq. (15).
+    pub theta2: f64,
+    /// θ3: scales γ, Algorithm 1.
+    pub theta3: f64,
+}
+
+impl Thetas {
+    /// A single path, or a group of one: no scaling.
+    pub const SINGLE_PATH: Thetas = Thetas { theta1: 1.0, theta2: 1.0, theta3: 1.0 };
+}
+
+/// What couples a Compound TCP flow to other flows: MCompound's group
+/// membership. The flow reports the end of each round and takes new
+/// coupling factors at the congestion event after it.
+pub trait Coupling: fmt::Debug + Send + Sync {
+    /// A round ended with a total window of `window` bytes.
+    fn on_round_end(&mut self, window: f64, smoothed_rtt: Duration);
+
+    /// The coupling factors for exponent `k`, if they may have changed
+    /// since they were last taken.
+    fn refresh(&mut self, k: f64) -> Option<Thetas>;
+
+    /// This flow's share of its group's rate, for snapshots.
+    fn share(&self) -> f64;
+}
+
 /// A Compound TCP controller: single-path `ctcp`, or one subflow of an
-/// MCompound group.
+/// MCompound group (a [`Coupling`]).
 #[derive(Debug)]
 pub struct Compound {
     /// Name in snapshots: `ctcp` or `mcompound`.
@@ -301,8 +339,8 @@ pub struct Compound {
     delay_phase: DelayPhase,
     /// The coupling factors in use: all 1 for single-path Compound TCP.
     thetas: Thetas,
-    /// The group membership of an MCompound subflow.
-    subflow: Option<Subflow>,
+    /// What couples an MCompound subflow to its group.
+    coupling: Option<Box<dyn Coupling>>,
     /// Smoothed RTT of the last congestion event, for pacing and rates.
     smoothed_rtt: Duration,
     /// Event counts.
@@ -315,12 +353,12 @@ impl Compound {
         Compound::build("ctcp", config, params, None)
     }
 
-    /// An MCompound subflow in `group`.
-    pub(crate) fn subflow(config: CtcpConfig, params: &Params, group: &McompoundGroup) -> Self {
-        Compound::build("mcompound", config, params, Some(Subflow::join(group)))
+    /// A flow called `name` in snapshots whose growth follows `coupling`.
+    pub fn coupled(name: &'static str, config: CtcpConfig, params: &Params, coupling: Box<dyn Coupling>) -> Self {
+        Compound::build(name, config, params, Some(coupling))
     }
 
-    fn build(name: &'static str, config: CtcpConfig, params: &Params, subflow: Option<Subflow>) -> Self {
+    fn build(name: &'static str, config: CtcpConfig, params: &Params, coupling: Option<Box<dyn Coupling>>) -> Self {
         Compound {
             name,
             config,
@@ -333,7 +371,7 @@ impl Compound {
             round: None,
             delay_phase: DelayPhase::Unmeasured,
             thetas: Thetas::SINGLE_PATH,
-            subflow,
+            coupling,
             smoothed_rtt: params.initial_rtt,
             counters: Counters::default(),
         }
@@ -350,11 +388,6 @@ impl Compound {
     /// The parameters in use.
     pub fn config(&self) -> &CtcpConfig {
         &self.config
-    }
-
-    /// The group of an MCompound subflow.
-    pub fn group(&self) -> Option<&McompoundGroup> {
-        self.subflow.as_ref().map(Subflow::group)
     }
 
     /// The coupling factors in use.
@@ -393,7 +426,7 @@ impl Compound {
     /// see each other's new rates.
     fn refresh_thetas(&mut self) {
         let k = self.config.k;
-        if let Some(thetas) = self.subflow.as_mut().and_then(|subflow| subflow.refresh(k)) {
+        if let Some(thetas) = self.coupling.as_mut().and_then(|coupling| coupling.refresh(k)) {
             self.set_thetas(thetas);
         }
     }
@@ -411,8 +444,8 @@ impl Compound {
             self.update_delay_window(base_rtt, rtt);
         }
         let window = self.window();
-        if let Some(subflow) = self.subflow.as_mut() {
-            subflow.on_round_end(window, self.smoothed_rtt);
+        if let Some(coupling) = self.coupling.as_mut() {
+            coupling.on_round_end(window, self.smoothed_rtt);
         }
     }
 
@@ -535,11 +568,16 @@ impl Controller for Compound {
             congestion_window: self.congestion_window(),
             ssthresh: self.ssthresh(),
             pacing_rate: self.pacing_rate(),
-            loss_window: Some(self.loss_window.window() as usize),
-            delay_window: Some(self.delay_window as usize),
-            base_rtt: self.base_rtt,
-            group_share: self.subflow.as_ref().map(Subflow::share),
-            ..Snapshot::default()
+            weight: None,
+            state: [
+                Some(("loss_window", Value::Integer(self.loss_window.window() as u64))),
+                Some(("delay_window", Value::Integer(self.delay_window as u64))),
+                self.base_rtt.map(|rtt| ("base_rtt", Value::Duration(rtt))),
+                self.coupling.as_ref().map(|coupling| ("group_share", Value::Real(coupling.share()))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
         }
     }
 }
@@ -603,10 +641,7 @@ pub(crate) mod tests {
     const PACKET: f64 = MSS as f64;
 
     fn ctcp(spec: &str) -> Host<Compound> {
-        match spec.parse::<Spec>().unwrap() {
-            Spec::Ctcp(config) => Host::new(Compound::new(config, &testing::params())),
-            other => panic!("{other:?}"),
-        }
+        Host::new(Compound::new(crate::testing::config(spec), &testing::params()))
     }
 
     fn close(a: f64, b: f64) -> bool {
@@ -884,7 +919,7 @@ pub(crate) mod tests {
         round(&mut host);
         host.rtt = Duration::from_millis(130);
         round(&mut host);
-        assert_eq!(host.controller.snapshot().base_rtt, Some(Duration::from_millis(90)));
+        assert_eq!(host.controller.snapshot().value("base_rtt"), Some(Value::Duration(Duration::from_millis(90))));
         let window = host.controller.window();
         host.controller.on_persistent_congestion(Time::ZERO);
         assert_eq!(host.controller.base_rtt(), None);
@@ -907,9 +942,9 @@ pub(crate) mod tests {
         let snapshot = controller.snapshot();
         assert_eq!(snapshot.algorithm, "ctcp");
         assert_eq!(snapshot.congestion_window, controller.window() as usize);
-        assert_eq!(snapshot.loss_window, Some(controller.loss_window() as usize));
-        assert_eq!(snapshot.delay_window, Some(controller.delay_window() as usize));
-        assert_eq!(snapshot.group_share, None);
+        assert_eq!(snapshot.value("loss_window"), Some(Value::Integer(controller.loss_window() as u64)));
+        assert_eq!(snapshot.value("delay_window"), Some(Value::Integer(controller.delay_window() as u64)));
+        assert_eq!(snapshot.value("group_share"), None);
     }
 
     /// Everything a host reads is finite and the loss window never drops
@@ -920,7 +955,7 @@ pub(crate) mod tests {
         assert!(controller.loss_window() >= 2.0 * PACKET, "{controller:?}");
         assert!(controller.thetas().theta1.is_finite() && controller.thetas().theta2.is_finite());
         assert!(snapshot.pacing_rate.is_some_and(|rate| rate > 0), "{controller:?}");
-        if let Some(share) = snapshot.group_share {
+        if let Some(share) = snapshot.number("group_share") {
             assert!((0.0..=1.0).contains(&share), "{share}");
         }
     }

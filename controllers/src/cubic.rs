@@ -20,55 +20,25 @@
 //! * Slow start is standard (HyStart++ is not implemented; quiche's CUBIC
 //!   enables it by default, which the lab's validation notes).
 //!
-//! The constants are parameters ([`CubicParams`]) so that weighted variants
-//! can reuse the same state machine.
+//! The constants are parameters ([`CubicParams`], with the window function
+//! and the response function in [`crate::equations`]) so that weighted
+//! variants can reuse the same state machine.
 
+use std::fmt;
 use std::time::Duration;
 
+use crate::controller::Controller;
 use crate::controller::Params;
+use crate::equations::CubicParams;
+use crate::grammar::Args;
+use crate::grammar::SpecError;
+use crate::spec::AlgorithmConfig;
 use crate::time::Time;
 use crate::window::LossWindow;
 use crate::window::Named;
 use crate::window::RecoveryPeriod;
 use crate::window::SingleWindow;
 use crate::window::MINIMUM_WINDOW_PACKETS;
-
-/// The constants of CUBIC.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CubicParams {
-    /// `C`, segments per second³ (RFC 9438: 0.4).
-    pub c: f64,
-    /// `β_cubic`, the window kept on a loss event (RFC 9438: 0.7).
-    pub beta: f64,
-    /// `α_cubic`, the Reno-friendly increase in segments per RTT below W_max
-    /// (RFC 9438: 3 (1 - β) / (1 + β)).
-    pub alpha: f64,
-    /// The Reno-friendly increase above W_max (RFC 9438: 1).
-    pub alpha_above_w_max: f64,
-    /// Whether fast convergence releases bandwidth to newer flows.
-    pub fast_convergence: bool,
-}
-
-impl CubicParams {
-    /// RFC 9438's constants.
-    pub const STANDARD: CubicParams = CubicParams {
-        c: 0.4,
-        beta: 0.7,
-        alpha: 3.0 * (1.0 - 0.7) / (1.0 + 0.7),
-        alpha_above_w_max: 1.0,
-        fast_convergence: true,
-    };
-
-    /// `W_cubic(t)` in segments for a given `W_max` and `K`.
-    pub fn w_cubic(&self, t: f64, k: f64, w_max: f64) -> f64 {
-        self.c * (t - k).powi(3) + w_max
-    }
-
-    /// `K`, seconds until `W_cubic` returns from `cwnd_epoch` to `W_max`.
-    pub fn k(&self, w_max: f64, cwnd_epoch: f64) -> f64 {
-        ((w_max - cwnd_epoch).max(0.0) / self.c).cbrt()
-    }
-}
 
 /// CUBIC's window state machine, windows in bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -289,6 +259,26 @@ impl Cubic {
     /// CUBIC with RFC 9438's constants.
     pub fn new(params: &Params) -> Self {
         SingleWindow::around(CubicWindow::new(CubicParams::STANDARD, params), Named("cubic"), params)
+    }
+}
+
+/// The spec `cubic`: no parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CubicConfig;
+
+impl AlgorithmConfig for CubicConfig {
+    fn from_args(_args: &mut Args) -> Result<Self, SpecError> {
+        Ok(CubicConfig)
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(Cubic::new(params))
+    }
+}
+
+impl fmt::Display for CubicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("cubic")
     }
 }
 

@@ -1,5 +1,7 @@
 //! Steady-state throughput equations: one TCP flow (Padhye et al., in the
-//! form TFRC uses) and n parallel TCP flows (MulTFRC).
+//! form TFRC uses), n parallel TCP flows (MulTFRC), and CUBIC's window and
+//! response functions with the constants that make one window worth N
+//! CUBIC flows (RFC 9438, derived in [`crate::mulcubic`]).
 //!
 //! Both give a sending rate in **packets per second** as a function of the
 //! loss event rate `p` for a path described by its round-trip time `R`, the
@@ -107,6 +109,12 @@
 //! `t_RTO = 4R`), or when `j` is large compared with n, more flows can give a
 //! lower rate.
 
+use std::time::Duration;
+
+use crate::aimd::Aimd;
+use crate::grammar::Range;
+use crate::grammar::MAX_WEIGHT;
+
 /// Below this number of flows (and above 1) a loss event of `j` packets is
 /// taken to hit `n (1 - ((n - 1)/n)^j)` flows (paper 004 section III).
 pub const IMPROVED_FLOWS_HIT_BELOW: f64 = 13.0;
@@ -203,12 +211,102 @@ impl MulTfrcEquation {
 /// otherwise, and always within `[1, ceil(n)]` (the draft's clamp; see the
 /// [module docs](self)).
 pub fn flows_hit_per_loss_event(n: f64, j: f64) -> f64 {
-    let estimate = if n > 1.0 && n < IMPROVED_FLOWS_HIT_BELOW {
-        n * (1.0 - ((n - 1.0) / n).powf(j))
-    } else {
-        j
-    };
+    let estimate = if n > 1.0 && n < IMPROVED_FLOWS_HIT_BELOW { n * (1.0 - ((n - 1.0) / n).powf(j)) } else { j };
     estimate.min(n.ceil()).max(1.0)
+}
+
+// ---------------------------------------------------------------------------
+// CUBIC (RFC 9438): the window function, its response function, and the
+// constants that make one window worth N flows. Derived in the docs of
+// [`crate::mulcubic`].
+
+/// The constants of CUBIC.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CubicParams {
+    /// `C`, segments per second³ (RFC 9438: 0.4).
+    pub c: f64,
+    /// `β_cubic`, the window kept on a loss event (RFC 9438: 0.7).
+    pub beta: f64,
+    /// `α_cubic`, the Reno-friendly increase in segments per RTT below W_max
+    /// (RFC 9438: 3 (1 - β) / (1 + β)).
+    pub alpha: f64,
+    /// The Reno-friendly increase above W_max (RFC 9438: 1).
+    pub alpha_above_w_max: f64,
+    /// Whether fast convergence releases bandwidth to newer flows.
+    pub fast_convergence: bool,
+}
+
+impl CubicParams {
+    /// RFC 9438's constants.
+    pub const STANDARD: CubicParams = CubicParams {
+        c: 0.4,
+        beta: 0.7,
+        alpha: 3.0 * (1.0 - 0.7) / (1.0 + 0.7),
+        alpha_above_w_max: 1.0,
+        fast_convergence: true,
+    };
+
+    /// `W_cubic(t)` in segments for a given `W_max` and `K`.
+    pub fn w_cubic(&self, t: f64, k: f64, w_max: f64) -> f64 {
+        self.c * (t - k).powi(3) + w_max
+    }
+
+    /// `K`, seconds until `W_cubic` returns from `cwnd_epoch` to `W_max`.
+    pub fn k(&self, w_max: f64, cwnd_epoch: f64) -> f64 {
+        ((w_max - cwnd_epoch).max(0.0) / self.c).cbrt()
+    }
+}
+
+/// The number of flowshares a CUBIC-based weighted controller accepts:
+/// `[0.01, MAX_WEIGHT]` (see [`crate::mulcubic`] for the lower bound).
+pub const CUBIC_WEIGHT: Range = Range::closed(0.01, MAX_WEIGHT);
+
+/// CUBIC's constants for `n` flows in one window ([`crate::mulcubic`]): for n >= 1
+/// `β_N = (N - 1 + β)/N`, `C_N = N³ C (3 + β)/(3 + β_N)`, `α_N = 3N²(1 -
+/// β_N)/(1 + β_N)` and N above `W_max`; below, β, `N⁴ C`, `N² α` and N².
+pub fn cubic_flow_params(n: f64) -> CubicParams {
+    let one = CubicParams::STANDARD;
+    let (c, beta, alpha_above_w_max) = if n >= 1.0 {
+        let beta = (n - 1.0 + one.beta) / n;
+        (n * n * n * one.c * ((3.0 + one.beta) / (3.0 + beta)), beta, n)
+    } else {
+        (n * n * n * n * one.c, one.beta, n * n)
+    };
+    CubicParams {
+        c,
+        beta,
+        alpha: 3.0 * n * n * (1.0 - beta) / (1.0 + beta),
+        alpha_above_w_max,
+        fast_convergence: one.fast_convergence,
+    }
+}
+
+/// The average window, segments, of CUBIC with constants `params` at loss
+/// event rate `p` and RTT `rtt`: the larger of RFC 9438's `AVG_W_cubic` and
+/// the Reno-friendly AIMD(α, 1 - β) average ([`crate::mulcubic`]).
+pub fn cubic_average_window(params: &CubicParams, loss_event_rate: f64, rtt: Duration) -> f64 {
+    let CubicParams { c, beta, alpha, .. } = *params;
+    let p = loss_event_rate;
+    let cubic = (c * (3.0 + beta) / (4.0 * (1.0 - beta))).powf(0.25) * (rtt.as_secs_f64() / p).powf(0.75);
+    let reno_friendly = (1.0 + beta) / 2.0 * (2.0 * alpha / ((1.0 - beta) * (1.0 + beta) * p)).sqrt();
+    cubic.max(reno_friendly)
+}
+
+/// The loss event rate at which CUBIC with constants `params` ends its
+/// epochs at `window` segments with RTT `rtt`: the larger of the cubic and
+/// the Reno-friendly inverses ([`crate::mulcubic`]).
+pub fn cubic_loss_event_rate_at_epoch_window(params: &CubicParams, window: f64, rtt: Duration) -> f64 {
+    let CubicParams { c, beta, alpha, .. } = *params;
+    let cubic = 4.0 * rtt.as_secs_f64() / (3.0 + beta) * (c / (1.0 - beta)).cbrt() / window.powf(4.0 / 3.0);
+    let reno_friendly = 2.0 * alpha / ((1.0 - beta) * (1.0 + beta) * window * window);
+    cubic.max(reno_friendly)
+}
+
+/// How many Reno flowshares one CUBIC flow is worth at loss event rate `p`
+/// and RTT `rtt`: `R = W̄_c / sqrt(3 / (2p)) >= 1`.
+pub fn cubic_reno_flowshares(loss_event_rate: f64, rtt: Duration) -> f64 {
+    let cubic = cubic_average_window(&CubicParams::STANDARD, loss_event_rate, rtt);
+    (cubic / Aimd::STANDARD.packets_per_rtt(loss_event_rate)).max(1.0)
 }
 
 #[cfg(test)]

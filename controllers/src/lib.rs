@@ -8,7 +8,8 @@
 //! events alone (see [`trace`]).
 //!
 //! Controllers are chosen with a [`Spec`], parsed from text such as
-//! `multcp:n=4`; see [`spec`] for the language.
+//! `multcp:n=4`: [`grammar`] is the language, [`registry`] the table of
+//! algorithms and what each supports, [`spec`] what a parsed spec offers.
 //!
 //! | module | algorithm |
 //! |---|---|
@@ -23,8 +24,14 @@
 //!
 //! Shared pieces: [`aimd`] (AIMD equations), [`window`] (the loss-based
 //! window loop), [`loss_intervals`] (TFRC's loss event rate, measured on the
-//! sender), [`equations`] (the TCP and n-flow throughput equations), [`spec`]
-//! (the spec language).
+//! sender), [`equations`] (the TCP and n-flow throughput equations, CUBIC's
+//! window and response functions).
+//!
+//! The modules form layers, each importing only those below it: the
+//! grammar, time and events at the bottom ([`grammar`], [`time`],
+//! [`controller`], [`spec`]), the shared mechanisms and equations above
+//! them, the algorithms above those, and [`registry`], the only module
+//! that names every algorithm, at the top.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -34,17 +41,19 @@ pub mod controller;
 pub mod ctcp;
 pub mod cubic;
 pub mod equations;
+pub mod grammar;
 pub mod loss_intervals;
 pub mod mcompound;
 pub mod mulcubic;
 pub mod multcp;
 pub mod multfrc;
 pub mod pa_multcp;
+pub mod registry;
 pub mod reno;
 pub mod spec;
-pub mod time;
 #[cfg(test)]
 mod testing;
+pub mod time;
 pub mod trace;
 pub mod window;
 
@@ -57,6 +66,9 @@ pub use controller::Params;
 pub use controller::RttEstimate;
 pub use controller::SentPacket;
 pub use controller::Snapshot;
+pub use controller::Value;
+pub use grammar::SpecError;
+pub use spec::Algorithm;
 pub use spec::Spec;
-pub use spec::SpecError;
+pub use spec::Standard;
 pub use time::Time;

@@ -88,10 +88,13 @@ use std::time::Duration;
 use crate::controller::Controller;
 use crate::controller::Params;
 use crate::ctcp::Compound;
+use crate::ctcp::Coupling;
 use crate::ctcp::CtcpConfig;
-use crate::spec::Args;
+use crate::ctcp::Thetas;
+use crate::grammar::Args;
+use crate::grammar::SpecError;
+use crate::spec::AlgorithmConfig;
 use crate::spec::Spec;
-use crate::spec::SpecError;
 
 /// Weight of the newest sample in the smoothed rate: 1/8 (Algorithm 1).
 const RATE_GAIN: f64 = 0.125;
@@ -99,23 +102,10 @@ const RATE_GAIN: f64 = 0.125;
 /// Longest group ID.
 const MAX_GROUP_ID_LEN: usize = 64;
 
-/// The coupling factors of one subflow.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Thetas {
-    /// θ1 = share^(2-k): scales the delay window's growth, eq. (13).
-    pub theta1: f64,
-    /// θ2 = share²: scales the loss window's growth, eq. (15).
-    pub theta2: f64,
-    /// θ3 = share: scales γ, Algorithm 1.
-    pub theta3: f64,
-}
-
 impl Thetas {
-    /// A single path, or a group of one: no scaling.
-    pub const SINGLE_PATH: Thetas = Thetas { theta1: 1.0, theta2: 1.0, theta3: 1.0 };
-
     /// The factors for a subflow carrying `share` of its group's rate
-    /// (Algorithm 1's `Calc_theta`).
+    /// (Algorithm 1's `Calc_theta`): θ1 = share^(2-k), θ2 = share²,
+    /// θ3 = share.
     pub fn for_share(share: f64, k: f64) -> Thetas {
         Thetas { theta1: share.powf(2.0 - k), theta2: share * share, theta3: share }
     }
@@ -146,8 +136,15 @@ impl McompoundConfig {
         &self.ctcp
     }
 
+    /// A subflow in the process-wide group of this config.
+    pub fn subflow(&self, params: &Params) -> Compound {
+        McompoundGroup::registered(&self.group).join(self.ctcp.clone(), params)
+    }
+}
+
+impl AlgorithmConfig for McompoundConfig {
     /// Parses `group` (required) and Compound TCP's keys.
-    pub(crate) fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+    fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let Some(group) = args.text("group") else {
             return Err(SpecError::new(
                 "mcompound",
@@ -159,9 +156,8 @@ impl McompoundConfig {
         McompoundConfig::new(group, ctcp)
     }
 
-    /// A subflow in the process-wide group of this config.
-    pub fn build(&self, params: &Params) -> Compound {
-        McompoundGroup::registered(&self.group).join(self.ctcp.clone(), params)
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(self.subflow(params))
     }
 }
 
@@ -270,19 +266,19 @@ impl McompoundGroup {
 
     /// A new subflow in this group with Compound TCP's parameters `config`.
     pub fn join(&self, config: CtcpConfig, params: &Params) -> Compound {
-        Compound::subflow(config, params, self)
+        Compound::coupled("mcompound", config, params, Box::new(Subflow::join(self)))
     }
 
     /// A new subflow in this group with the Compound TCP parameters of
     /// `spec`, which must be `ctcp` or `mcompound` (whose own group ID this
     /// group replaces).
     pub fn build(&self, spec: &Spec, params: &Params) -> Result<Box<dyn Controller>, SpecError> {
-        let config = match spec {
-            Spec::Ctcp(config) => config.clone(),
-            Spec::Mcompound(config) => config.ctcp.clone(),
-            other => {
+        let config = match (spec.config::<CtcpConfig>(), spec.config::<McompoundConfig>()) {
+            (Some(config), _) => config.clone(),
+            (_, Some(config)) => config.ctcp.clone(),
+            _ => {
                 return Err(SpecError::new(
-                    other.algorithm(),
+                    spec.name(),
                     "group",
                     "cannot be used: only ctcp and mcompound controllers join an MCompound group",
                 ))
@@ -317,9 +313,10 @@ impl Drop for Group {
     }
 }
 
-/// One subflow's membership in its group.
+/// One subflow's membership in its group: the [`Coupling`] of its
+/// Compound TCP controller.
 #[derive(Debug)]
-pub(crate) struct Subflow {
+struct Subflow {
     /// The group.
     group: McompoundGroup,
     /// This subflow's member number in the group.
@@ -335,7 +332,7 @@ pub(crate) struct Subflow {
 
 impl Subflow {
     /// Joins `group`.
-    pub(crate) fn join(group: &McompoundGroup) -> Subflow {
+    fn join(group: &McompoundGroup) -> Subflow {
         let mut members = lock(&group.inner.members);
         let member = members.next_member;
         members.next_member += 1;
@@ -343,20 +340,11 @@ impl Subflow {
         drop(members);
         Subflow { group: group.clone(), member, rate: None, published: false, share: 1.0 }
     }
+}
 
-    /// The group.
-    pub(crate) fn group(&self) -> &McompoundGroup {
-        &self.group
-    }
-
-    /// The share of the group's rate at the last computation.
-    pub(crate) fn share(&self) -> f64 {
-        self.share
-    }
-
-    /// A round ended with a total window of `window` bytes: updates and
-    /// publishes the smoothed rate.
-    pub(crate) fn on_round_end(&mut self, window: f64, smoothed_rtt: Duration) {
+impl Coupling for Subflow {
+    /// Updates and publishes the smoothed rate.
+    fn on_round_end(&mut self, window: f64, smoothed_rtt: Duration) {
         let sample = window / smoothed_rtt.as_secs_f64();
         if !sample.is_finite() {
             return;
@@ -370,9 +358,9 @@ impl Subflow {
         self.published = true;
     }
 
-    /// The coupling factors for exponent `k` from the group's current rates,
-    /// if this subflow published a rate since they were last computed.
-    pub(crate) fn refresh(&mut self, k: f64) -> Option<Thetas> {
+    /// The coupling factors from the group's current rates, if this
+    /// subflow published a rate since they were last computed.
+    fn refresh(&mut self, k: f64) -> Option<Thetas> {
         if !self.published {
             return None;
         }
@@ -383,6 +371,11 @@ impl Subflow {
         drop(members);
         self.share = share(own, total);
         Some(Thetas::for_share(self.share, k))
+    }
+
+    /// The share at the last computation; 1 before the first.
+    fn share(&self) -> f64 {
+        self.share
     }
 }
 
@@ -410,6 +403,7 @@ pub fn share(own: f64, total: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::Value;
     use crate::ctcp::tests::ack_all;
     use crate::ctcp::tests::assert_sane;
     use crate::ctcp::tests::round;
@@ -426,9 +420,15 @@ mod tests {
     }
 
     /// The windows and phase a host sees, without the name and the share.
-    fn windows(controller: &Compound) -> (f64, f64, Option<usize>, &'static str, Option<Duration>) {
+    fn windows(controller: &Compound) -> (f64, f64, Option<usize>, &'static str, Option<Value>) {
         let snapshot = controller.snapshot();
-        (controller.loss_window(), controller.delay_window(), snapshot.ssthresh, snapshot.phase, snapshot.base_rtt)
+        (
+            controller.loss_window(),
+            controller.delay_window(),
+            snapshot.ssthresh,
+            snapshot.phase,
+            snapshot.value("base_rtt"),
+        )
     }
 
     #[test]
@@ -481,7 +481,7 @@ mod tests {
         assert_eq!(group.total_rate(), 400_000.0);
         round(&mut host); // 80 packets: 7/8 400 000 + 1/8 800 000
         assert_eq!(group.total_rate(), 450_000.0);
-        assert_eq!(host.controller.snapshot().group_share, Some(1.0));
+        assert_eq!(host.controller.snapshot().number("group_share"), Some(1.0));
     }
 
     #[test]
@@ -503,7 +503,7 @@ mod tests {
         first.event(&[], &[]);
         let expected = 593_750.0 / (593_750.0 + 400_000.0);
         assert_eq!(group.total_rate(), 993_750.0);
-        assert_eq!(first.controller.snapshot().group_share, Some(expected));
+        assert_eq!(first.controller.snapshot().number("group_share"), Some(expected));
         assert_eq!(first.controller.thetas(), Thetas::for_share(expected, 0.75));
         assert_eq!(first.controller.snapshot().algorithm, "mcompound");
         // The second leaves: the first is alone again and takes share 1.
@@ -511,7 +511,7 @@ mod tests {
         assert_eq!(group.members(), 1);
         round(&mut first);
         first.event(&[], &[]);
-        assert_eq!(first.controller.snapshot().group_share, Some(1.0));
+        assert_eq!(first.controller.snapshot().number("group_share"), Some(1.0));
         assert_eq!(first.controller.thetas(), Thetas::SINGLE_PATH);
     }
 
@@ -545,7 +545,7 @@ mod tests {
         let spec: Spec = "mcompound:group=test-host".parse().unwrap();
         let subflow = group.build(&spec, &testing::params()).unwrap();
         assert_eq!((group.members(), named.members()), (1, 0));
-        let error = group.build(&Spec::Reno, &testing::params()).unwrap_err().to_string();
+        let error = group.build(&"reno".parse().unwrap(), &testing::params()).unwrap_err().to_string();
         assert_eq!(error, "reno: group cannot be used: only ctcp and mcompound controllers join an MCompound group");
         drop(subflow);
     }
@@ -698,7 +698,7 @@ mod tests {
                 prop_assert_eq!(windows(&subflows[1].controller), windows(&half_flow.controller));
                 if index >= 5 {
                     prop_assert_eq!(subflows[0].controller.thetas(), half);
-                    prop_assert_eq!(subflows[1].controller.snapshot().group_share, Some(0.5));
+                    prop_assert_eq!(subflows[1].controller.snapshot().number("group_share"), Some(0.5));
                 }
             }
         }
@@ -717,7 +717,7 @@ mod tests {
                 host.send(2);
                 ack_all(host);
                 if round >= 2 {
-                    let share = host.controller.snapshot().group_share.unwrap_or(1.0);
+                    let share = host.controller.snapshot().number("group_share").unwrap_or(1.0);
                     assert!(share > 0.0 && share < 1.0, "round {round}: {share}");
                     assert_eq!(host.controller.thetas(), Thetas::for_share(share, 0.75));
                 }

@@ -33,8 +33,9 @@
 //! `(1 + β)/2 · sqrt(2α / ((1 - β)(1 + β) p))`; with RFC 9438's
 //! `α = 3 (1 - β) / (1 + β)` that is Reno's `sqrt(3 / (2p))`. CUBIC's window
 //! is the larger of the two, so its response function is the larger average
-//! ([`average_window`]) and, for a given epoch window, the loss event rate is
-//! the larger of the two inverses ([`loss_event_rate_at_epoch_window`]).
+//! ([`cubic_average_window`](crate::equations::cubic_average_window)) and, for
+//! a given epoch window, the loss event rate is the larger of the two
+//! inverses ([`cubic_loss_event_rate_at_epoch_window`](crate::equations::cubic_loss_event_rate_at_epoch_window)).
 //!
 //! # N flows in one window, N >= 1
 //!
@@ -98,21 +99,19 @@
 //!   window shares the limit (paper 001: weak differentiation above N ≈ 4).
 
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
 
+use crate::controller::Controller;
 use crate::controller::Params;
-use crate::cubic::CubicParams;
 use crate::cubic::CubicWindow;
-use crate::spec::Args;
-use crate::spec::Range;
-use crate::spec::SpecError;
-use crate::spec::MAX_WEIGHT;
+use crate::equations::cubic_flow_params;
+use crate::equations::CubicParams;
+use crate::equations::CUBIC_WEIGHT;
+use crate::grammar::Args;
+use crate::grammar::SpecError;
+use crate::spec::AlgorithmConfig;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
-
-/// The number of flowshares a CUBIC-based weighted controller accepts:
-/// `[0.01, MAX_WEIGHT]` (see the module docs for the lower bound).
-pub(crate) const CUBIC_WEIGHT: Range = Range { min: 0.01, min_inclusive: true, max: MAX_WEIGHT, max_inclusive: true };
 
 /// The parameters of MulCUBIC(N).
 #[derive(Clone, Debug, PartialEq)]
@@ -127,19 +126,32 @@ impl MulCubicConfig {
         if CUBIC_WEIGHT.contains(n) {
             Ok(MulCubicConfig { n })
         } else {
-            Err(SpecError::new("mulcubic", "n", format!("= {n} is out of range; accepted range {CUBIC_WEIGHT}")))
+            Err(SpecError::out_of_range("mulcubic", "n", n, CUBIC_WEIGHT))
         }
-    }
-
-    /// Parses `n`.
-    pub(crate) fn from_args(args: &mut Args) -> Result<Self, SpecError> {
-        let n = args.real("n", CUBIC_WEIGHT)?.unwrap_or(1.0);
-        MulCubicConfig::new(n)
     }
 
     /// The CUBIC constants for N flows.
     pub fn params(&self) -> CubicParams {
-        flow_params(self.n)
+        cubic_flow_params(self.n)
+    }
+}
+
+impl AlgorithmConfig for MulCubicConfig {
+    /// Parses `n`.
+    fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        MulCubicConfig::new(args.weight(CUBIC_WEIGHT)?)
+    }
+
+    fn weight(&self) -> f64 {
+        self.n
+    }
+
+    fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
+        Ok(Arc::new(MulCubicConfig::new(n)?))
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(MulCubic::new(self.clone(), params))
     }
 }
 
@@ -180,57 +192,20 @@ impl MulCubic {
     }
 }
 
-/// CUBIC's constants for `n` flows in one window (module docs): for n >= 1
-/// `β_N = (N - 1 + β)/N`, `C_N = N³ C (3 + β)/(3 + β_N)`, `α_N = 3N²(1 -
-/// β_N)/(1 + β_N)` and N above `W_max`; below, β, `N⁴ C`, `N² α` and N².
-pub fn flow_params(n: f64) -> CubicParams {
-    let one = CubicParams::STANDARD;
-    let (c, beta, alpha_above_w_max) = if n >= 1.0 {
-        let beta = (n - 1.0 + one.beta) / n;
-        (n * n * n * one.c * ((3.0 + one.beta) / (3.0 + beta)), beta, n)
-    } else {
-        (n * n * n * n * one.c, one.beta, n * n)
-    };
-    CubicParams {
-        c,
-        beta,
-        alpha: 3.0 * n * n * (1.0 - beta) / (1.0 + beta),
-        alpha_above_w_max,
-        fast_convergence: one.fast_convergence,
-    }
-}
-
-/// The average window, segments, of CUBIC with constants `params` at loss
-/// event rate `p` and RTT `rtt`: the larger of RFC 9438's `AVG_W_cubic` and
-/// the Reno-friendly AIMD(α, 1 - β) average (module docs).
-pub fn average_window(params: &CubicParams, loss_event_rate: f64, rtt: Duration) -> f64 {
-    let CubicParams { c, beta, alpha, .. } = *params;
-    let p = loss_event_rate;
-    let cubic = (c * (3.0 + beta) / (4.0 * (1.0 - beta))).powf(0.25) * (rtt.as_secs_f64() / p).powf(0.75);
-    let reno_friendly = (1.0 + beta) / 2.0 * (2.0 * alpha / ((1.0 - beta) * (1.0 + beta) * p)).sqrt();
-    cubic.max(reno_friendly)
-}
-
-/// The loss event rate at which CUBIC with constants `params` ends its
-/// epochs at `window` segments with RTT `rtt`: the larger of the cubic and
-/// the Reno-friendly inverses (module docs).
-pub fn loss_event_rate_at_epoch_window(params: &CubicParams, window: f64, rtt: Duration) -> f64 {
-    let CubicParams { c, beta, alpha, .. } = *params;
-    let cubic = 4.0 * rtt.as_secs_f64() / (3.0 + beta) * (c / (1.0 - beta)).cbrt() / window.powf(4.0 / 3.0);
-    let reno_friendly = 2.0 * alpha / ((1.0 - beta) * (1.0 + beta) * window * window);
-    cubic.max(reno_friendly)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::aimd::Aimd;
     use crate::controller::Controller;
-    use crate::time::Time;
+    use crate::equations::cubic_average_window;
+    use crate::equations::cubic_loss_event_rate_at_epoch_window;
     use crate::spec::Spec;
     use crate::testing;
     use crate::testing::Host;
     use crate::testing::MSS;
+    use crate::time::Time;
     use proptest::prelude::*;
 
     fn close(a: f64, b: f64, relative: f64) -> bool {
@@ -238,21 +213,18 @@ mod tests {
     }
 
     fn mulcubic(spec: &str) -> MulCubic {
-        match spec.parse::<Spec>().unwrap() {
-            Spec::MulCubic(config) => MulCubic::new(config, &testing::params()),
-            other => panic!("{other:?}"),
-        }
+        MulCubic::new(crate::testing::config(spec), &testing::params())
     }
 
     #[test]
     fn one_flow_has_rfc9438_constants() {
-        assert_eq!(flow_params(1.0), CubicParams::STANDARD);
+        assert_eq!(cubic_flow_params(1.0), CubicParams::STANDARD);
     }
 
     #[test]
     fn constants_for_four_flows() {
         // β_4 = (3 + 0.7)/4; C_4 = 64 * 0.4 * 3.7 / 3.925; α_4 = 48 * 0.075 / 1.925.
-        let params = flow_params(4.0);
+        let params = cubic_flow_params(4.0);
         assert_eq!(params.beta, 0.925);
         assert!(close(params.c, 24.132484076433126, 1e-15), "{}", params.c);
         assert!(close(params.alpha, 1.87012987012987, 1e-14), "{}", params.alpha);
@@ -262,7 +234,7 @@ mod tests {
 
     #[test]
     fn below_one_flowshare_beta_is_kept_and_growth_scales_by_n4_and_n2() {
-        let params = flow_params(0.5);
+        let params = cubic_flow_params(0.5);
         let one = CubicParams::STANDARD;
         assert_eq!(params.beta, one.beta);
         assert_eq!(params.c, one.c / 16.0);
@@ -273,7 +245,7 @@ mod tests {
     #[test]
     fn reno_friendly_pair_is_worth_n_reno_flows_by_eq5() {
         for n in [0.01, 0.5, 1.0, 2.0, 4.0, 8.0, 256.0] {
-            let params = flow_params(n);
+            let params = cubic_flow_params(n);
             let pair = Aimd { increase: params.alpha, decrease: 1.0 - params.beta };
             assert!(close(pair.flowshares(), n, 1e-12), "n={n}: {}", pair.flowshares());
         }
@@ -288,13 +260,13 @@ mod tests {
         for (p, rtt) in [(1e-4, 100), (1e-2, 10), (1e-6, 300), (0.3, 1)] {
             let rtt = Duration::from_millis(rtt);
             for n in [0.01, 0.3, 1.0, 2.0, 4.0, 8.0, 256.0] {
-                let expected = n * average_window(&one, p, rtt);
-                assert!(close(average_window(&flow_params(n), p, rtt), expected, 1e-12), "n={n} p={p}");
+                let expected = n * cubic_average_window(&one, p, rtt);
+                assert!(close(cubic_average_window(&cubic_flow_params(n), p, rtt), expected, 1e-12), "n={n} p={p}");
             }
         }
-        let cubic_region = average_window(&one, 1e-4, Duration::from_millis(100));
+        let cubic_region = cubic_average_window(&one, 1e-4, Duration::from_millis(100));
         assert!(close(cubic_region, (0.4f64 * 3.7 / 1.2).powf(0.25) * 1000f64.powf(0.75), 1e-12));
-        let reno_region = average_window(&one, 1e-2, Duration::from_millis(10));
+        let reno_region = cubic_average_window(&one, 1e-2, Duration::from_millis(10));
         assert!(close(reno_region, 150f64.sqrt(), 1e-12), "{reno_region}");
     }
 
@@ -304,10 +276,10 @@ mod tests {
         // 9.086 s, packets per epoch K * W_max * 3.7 / (4 * 0.1) = 84 045.
         let one = CubicParams::STANDARD;
         let k = (300.0f64 / 0.4).cbrt();
-        let p = loss_event_rate_at_epoch_window(&one, 1000.0, Duration::from_millis(100));
+        let p = cubic_loss_event_rate_at_epoch_window(&one, 1000.0, Duration::from_millis(100));
         assert!(close(1.0 / p, k * 1000.0 * 3.7 / 0.4, 1e-12), "{}", 1.0 / p);
         // Reno-friendly region: W = 10 segments at 1 ms; AIMD(α, 0.3) by eq. (1) inverted.
-        let p = loss_event_rate_at_epoch_window(&one, 10.0, Duration::from_millis(1));
+        let p = cubic_loss_event_rate_at_epoch_window(&one, 10.0, Duration::from_millis(1));
         assert!(close(p, 2.0 * one.alpha / (0.3 * 1.7 * 100.0), 1e-12));
     }
 
@@ -373,7 +345,7 @@ mod tests {
         let host = testing::params();
         let one = CubicParams { fast_convergence, ..CubicParams::STANDARD };
         let mut flows: Vec<CubicWindow> = (0..n).map(|_| CubicWindow::new(one, &host)).collect();
-        let mut weighted = [CubicWindow::new(CubicParams { fast_convergence, ..flow_params(n as f64) }, &host)];
+        let mut weighted = [CubicWindow::new(CubicParams { fast_convergence, ..cubic_flow_params(n as f64) }, &host)];
         (
             run_with_periodic_losses(&mut flows, 1.0 / p, rtt, rounds),
             run_with_periodic_losses(&mut weighted, 1.0 / p, rtt, rounds),
@@ -428,7 +400,7 @@ mod tests {
         host.round();
         let sent = host.send(1);
         host.event(&[], &[sent.start]);
-        let alpha = flow_params(4.0).alpha;
+        let alpha = cubic_flow_params(4.0).alpha;
         let mut expected = 18_500.0f64;
         for number in host.send(10) {
             host.event(&[number], &[]);
@@ -446,7 +418,7 @@ mod tests {
         let window = host.controller.congestion_window();
         host.controller.set_weight(8.0).unwrap();
         assert_eq!(host.controller.congestion_window(), window);
-        assert_eq!(host.controller.loss_window().params(), flow_params(8.0));
+        assert_eq!(host.controller.loss_window().params(), cubic_flow_params(8.0));
         assert_eq!(host.controller.snapshot().weight, Some(8.0));
         let error = host.controller.set_weight(0.001).unwrap_err().to_string();
         assert_eq!(error, "mulcubic: n = 0.001 is out of range; accepted range [0.01, 256]");

@@ -29,12 +29,15 @@
 //! MulTCP(1) is exactly RFC 9002 NewReno; [`crate::reno`] is built from it.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::aimd::Aimd;
+use crate::controller::Controller;
 use crate::controller::Params;
-use crate::spec::Args;
-use crate::spec::Range;
-use crate::spec::SpecError;
+use crate::grammar::Args;
+use crate::grammar::Range;
+use crate::grammar::SpecError;
+use crate::spec::AlgorithmConfig;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
 use crate::window::WindowLoop;
@@ -109,33 +112,6 @@ impl MulTcpConfig {
         })
     }
 
-    /// Parses `n`, `a` and `b`.
-    pub(crate) fn from_args(args: &mut Args) -> Result<Self, SpecError> {
-        let n = args.weight()?;
-        // Ranges of a and b depend on n; the constructors check them.
-        let a = args.real("a", Range::open(0.0, f64::INFINITY))?;
-        let b = args.real("b", Range::open(0.0, 1.0))?;
-        match (a, b) {
-            (None, None) => MulTcpConfig::new(n),
-            (Some(a), None) => MulTcpConfig::with_increase(n, a),
-            (None, Some(b)) => MulTcpConfig::with_decrease(n, b),
-            (Some(a), Some(b)) => {
-                let config = MulTcpConfig::with_increase(n, a)?;
-                let expected = config.aimd.decrease;
-                if (b - expected).abs() > EQ5_TOLERANCE * expected {
-                    return Err(SpecError::new(
-                        "multcp",
-                        "b",
-                        format!(
-                            "= {b} violates b = 2a/(3n^2+a) = {expected:.6} for n = {n}, a = {a}; give a or b alone and the other is derived"
-                        ),
-                    ));
-                }
-                Ok(config)
-            }
-        }
-    }
-
     /// The same choice of pair for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         match self.choice {
@@ -162,6 +138,47 @@ impl MulTcpConfig {
     }
 }
 
+impl AlgorithmConfig for MulTcpConfig {
+    /// Parses `n`, `a` and `b`.
+    fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        let n = args.weight(Range::WEIGHT)?;
+        // Ranges of a and b depend on n; the constructors check them.
+        let a = args.real("a", Range::open(0.0, f64::INFINITY))?;
+        let b = args.real("b", Range::open(0.0, 1.0))?;
+        match (a, b) {
+            (None, None) => MulTcpConfig::new(n),
+            (Some(a), None) => MulTcpConfig::with_increase(n, a),
+            (None, Some(b)) => MulTcpConfig::with_decrease(n, b),
+            (Some(a), Some(b)) => {
+                let config = MulTcpConfig::with_increase(n, a)?;
+                let expected = config.aimd.decrease;
+                if (b - expected).abs() > EQ5_TOLERANCE * expected {
+                    return Err(SpecError::new(
+                        "multcp",
+                        "b",
+                        format!(
+                            "= {b} violates b = 2a/(3n^2+a) = {expected:.6} for n = {n}, a = {a}; give a or b alone and the other is derived"
+                        ),
+                    ));
+                }
+                Ok(config)
+            }
+        }
+    }
+
+    fn weight(&self) -> f64 {
+        self.n
+    }
+
+    fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
+        Ok(Arc::new(MulTcpConfig::reweighted(self, n)?))
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(MulTcp::new(self.clone(), params))
+    }
+}
+
 impl fmt::Display for MulTcpConfig {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "multcp:n={}", self.n)?;
@@ -177,7 +194,7 @@ fn check_weight(n: f64) -> Result<(), SpecError> {
     if Range::WEIGHT.contains(n) {
         Ok(())
     } else {
-        Err(SpecError::new("multcp", "n", format!("= {n} is out of range; accepted range {}", Range::WEIGHT)))
+        Err(SpecError::out_of_range("multcp", "n", n, Range::WEIGHT))
     }
 }
 
@@ -268,8 +285,8 @@ mod tests {
     use crate::controller::CongestionEvent;
     use crate::controller::Controller;
     use crate::controller::LostPacket;
-    use crate::controller::SentPacket;
     use crate::controller::RttEstimate;
+    use crate::controller::SentPacket;
     use crate::spec::Spec;
     use crate::time::Time;
 
@@ -280,10 +297,7 @@ mod tests {
     }
 
     fn multcp(spec: &str) -> MulTcp {
-        match spec.parse::<Spec>().unwrap() {
-            Spec::MulTcp(config) => MulTcp::new(config, &params()),
-            other => panic!("{other:?}"),
-        }
+        MulTcp::new(crate::testing::config(spec), &params())
     }
 
     /// Drives a controller the way a host does.
@@ -314,7 +328,8 @@ mod tests {
         }
 
         fn event(&mut self, acked: &[u64], lost: &[u64]) {
-            let acked: Vec<_> = acked.iter().map(|&number| AckedPacket { number, sent_time: Time::ZERO, bytes: MSS }).collect();
+            let acked: Vec<_> =
+                acked.iter().map(|&number| AckedPacket { number, sent_time: Time::ZERO, bytes: MSS }).collect();
             let lost: Vec<_> = lost.iter().map(|&number| LostPacket { number, bytes: MSS }).collect();
             let prior = self.in_flight;
             self.in_flight -= (acked.len() + lost.len()) * MSS;
@@ -421,7 +436,9 @@ mod tests {
         host.next_number = 10;
         host.round(); // 30 acks: 17.705 at two per ack reach 65.41, 12.295 add one each
         assert_eq!(controller.congestion_window(), 77_705);
-        assert!((controller.loss_window().window() - (threshold + (30_000.0 - (threshold - 30_000.0) / 2.0))).abs() < 1e-6);
+        assert!(
+            (controller.loss_window().window() - (threshold + (30_000.0 - (threshold - 30_000.0) / 2.0))).abs() < 1e-6
+        );
     }
 
     #[test]

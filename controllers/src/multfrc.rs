@@ -160,6 +160,7 @@
 //! datagram size).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::controller::CongestionEvent;
@@ -168,12 +169,14 @@ use crate::controller::Counters;
 use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
+use crate::controller::Value;
 use crate::equations::MulTfrcEquation;
+use crate::grammar::Args;
+use crate::grammar::Range;
+use crate::grammar::SpecError;
 use crate::loss_intervals::LossIntervals;
 use crate::loss_intervals::LossOutcome;
-use crate::spec::Args;
-use crate::spec::Range;
-use crate::spec::SpecError;
+use crate::spec::AlgorithmConfig;
 use crate::time::Time;
 use crate::window::AppLimitedTracker;
 use crate::window::MINIMUM_WINDOW_PACKETS;
@@ -197,15 +200,11 @@ const MIN_RTT: Duration = Duration::from_micros(1);
 
 /// Accepted values of `b`: TCP acknowledges every packet (1) or every
 /// second one with delayed acknowledgements (2) (RFC 5348 section 3.1).
-pub const B_RANGE: (f64, f64) = (1.0, 2.0);
+pub const B_RANGE: Range = Range::closed(1.0, 2.0);
 
 /// Accepted values of `t_mbi`, seconds: from one packet per second to one
 /// per hour at the floor `s / t_mbi`.
-pub const T_MBI_RANGE: (f64, f64) = (1.0, 3600.0);
-
-fn closed_range((min, max): (f64, f64)) -> Range {
-    Range { min, min_inclusive: true, max, max_inclusive: true }
-}
+pub const T_MBI_RANGE: Range = Range::closed(1.0, 3600.0);
 
 /// The parameters of MulTFRC(n).
 #[derive(Clone, Debug, PartialEq)]
@@ -235,18 +234,32 @@ impl MulTfrcConfig {
         Ok(MulTfrcConfig { n, b: Self::DEFAULT_B, t_mbi: Self::DEFAULT_T_MBI })
     }
 
-    /// Parses `n`, `b` and `t_mbi`.
-    pub(crate) fn from_args(args: &mut Args) -> Result<Self, SpecError> {
-        let n = args.weight()?;
-        let b = args.real("b", closed_range(B_RANGE))?.unwrap_or(Self::DEFAULT_B);
-        let t_mbi = args.real("t_mbi", closed_range(T_MBI_RANGE))?.unwrap_or(Self::DEFAULT_T_MBI);
-        Ok(MulTfrcConfig { n, b, t_mbi })
-    }
-
     /// The same parameters for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         check_weight(n)?;
         Ok(MulTfrcConfig { n, ..self.clone() })
+    }
+}
+
+impl AlgorithmConfig for MulTfrcConfig {
+    /// Parses `n`, `b` and `t_mbi`.
+    fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        let n = args.weight(Range::WEIGHT)?;
+        let b = args.real("b", B_RANGE)?.unwrap_or(Self::DEFAULT_B);
+        let t_mbi = args.real("t_mbi", T_MBI_RANGE)?.unwrap_or(Self::DEFAULT_T_MBI);
+        Ok(MulTfrcConfig { n, b, t_mbi })
+    }
+
+    fn weight(&self) -> f64 {
+        self.n
+    }
+
+    fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
+        Ok(Arc::new(MulTfrcConfig::reweighted(self, n)?))
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(MulTfrc::new(self.clone(), params))
     }
 }
 
@@ -267,7 +280,7 @@ fn check_weight(n: f64) -> Result<(), SpecError> {
     if Range::WEIGHT.contains(n) {
         Ok(())
     } else {
-        Err(SpecError::new("multfrc", "n", format!("= {n} is out of range; accepted range {}", Range::WEIGHT)))
+        Err(SpecError::out_of_range("multfrc", "n", n, Range::WEIGHT))
     }
 }
 
@@ -700,13 +713,18 @@ impl Controller for MulTfrc {
             algorithm: "multfrc",
             phase,
             congestion_window: self.congestion_window(),
+            ssthresh: None,
             pacing_rate: self.pacing_rate(),
             weight: Some(self.config.n),
-            loss_event_rate: self.loss_intervals.loss_event_rate(),
-            calculated_rate: self.calculated_rate,
-            receive_rate: self.receive_rate,
-            losses_per_event: self.loss_intervals.losses_per_event(),
-            ..Snapshot::default()
+            state: [
+                self.loss_intervals.loss_event_rate().map(|p| ("loss_event_rate", Value::Real(p))),
+                self.calculated_rate.map(|rate| ("calculated_rate", Value::Real(rate))),
+                self.receive_rate.map(|rate| ("receive_rate", Value::Real(rate))),
+                self.loss_intervals.losses_per_event().map(|j| ("losses_per_event", Value::Real(j))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
         }
     }
 }
@@ -724,10 +742,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn multfrc(spec: &str) -> MulTfrc {
-        match spec.parse::<Spec>().unwrap() {
-            Spec::MulTfrc(config) => MulTfrc::new(config, &params()),
-            other => panic!("{other:?}"),
-        }
+        MulTfrc::new(crate::testing::config(spec), &params())
     }
 
     fn at_millis(host: &mut Host<MulTfrc>, millis: u64) {
@@ -782,7 +797,7 @@ mod tests {
         let mut host = after_two_rtts("multfrc:n=1");
         // 100 ms: first sample, rate = W_init / R = 100 kB/s; 200 ms: one RTT
         // after that, X_recv = 10 000 B / 0.1 s, rate = min(2 * 100k, 2 * 100k).
-        assert_eq!(host.controller.snapshot().receive_rate, Some(100_000.0));
+        assert_eq!(host.controller.snapshot().number("receive_rate"), Some(100_000.0));
         assert_eq!(host.controller.pacing_rate(), Some(200_000));
         assert_eq!(host.controller.congestion_window(), 40_000);
         // 300 ms: only 5 packets acknowledged in the RTT: X_recv = 50 kB/s, so
@@ -790,7 +805,7 @@ mod tests {
         let sent = host.send(20);
         at_millis(&mut host, 300);
         host.event(&sent.take(5).collect::<Vec<_>>(), &[]);
-        assert_eq!(host.controller.snapshot().receive_rate, Some(50_000.0));
+        assert_eq!(host.controller.snapshot().number("receive_rate"), Some(50_000.0));
         assert_eq!(host.controller.pacing_rate(), Some(100_000));
     }
 
@@ -805,12 +820,12 @@ mod tests {
         let sent: Vec<u64> = host.send(10).collect();
         at_millis(&mut host, 150);
         host.event(&sent[..4], &[]);
-        assert_eq!(host.controller.snapshot().receive_rate, None);
+        assert_eq!(host.controller.snapshot().number("receive_rate"), None);
         assert_eq!(host.controller.pacing_rate(), Some(100_000));
         // 200 ms: 10 packets in (100 ms, 200 ms], and one rate update.
         at_millis(&mut host, 200);
         host.event(&sent[4..], &[]);
-        assert_eq!(host.controller.snapshot().receive_rate, Some(100_000.0));
+        assert_eq!(host.controller.snapshot().number("receive_rate"), Some(100_000.0));
         assert_eq!(host.controller.pacing_rate(), Some(200_000));
     }
 
@@ -822,10 +837,10 @@ mod tests {
         assert_eq!(host.controller.counters().loss_events, 1);
         // X_recv = 100 kB/s = 100 packets/s: p from the inverse of the
         // equation; I_0 = 20 packets is shorter than 1/p = 75.46, so p = 1/I_1.
-        assert_close(snapshot.loss_event_rate.unwrap(), P_FOR_100_PACKETS);
-        assert_close(snapshot.calculated_rate.unwrap(), 100_000.0);
+        assert_close(snapshot.number("loss_event_rate").unwrap(), P_FOR_100_PACKETS);
+        assert_close(snapshot.number("calculated_rate").unwrap(), 100_000.0);
         assert_close(host.controller.rate, 100_000.0);
-        assert_eq!(snapshot.losses_per_event, Some(1.0));
+        assert_eq!(snapshot.number("losses_per_event"), Some(1.0));
     }
 
     #[test]
@@ -837,8 +852,8 @@ mod tests {
         host.send(10);
         at_millis(&mut host, 100);
         host.event(&[0, 1, 2, 3, 4, 5, 6, 7, 8], &[9]);
-        assert!(host.controller.snapshot().receive_rate.is_none());
-        assert_close(host.controller.snapshot().calculated_rate.unwrap(), 90_000.0);
+        assert!(host.controller.snapshot().number("receive_rate").is_none());
+        assert_close(host.controller.snapshot().number("calculated_rate").unwrap(), 90_000.0);
         assert_close(host.controller.rate, 90_000.0);
     }
 
@@ -860,7 +875,7 @@ mod tests {
         let mut host = after_first_loss("multfrc:n=1");
         at_millis(&mut host, 300);
         host.event(&[21, 22, 23], &[]);
-        assert_close(host.controller.snapshot().receive_rate.unwrap(), 30_000.0);
+        assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 30_000.0);
         assert_close(host.controller.rate, 60_000.0);
     }
 
@@ -970,9 +985,9 @@ mod tests {
         let snapshot = host.controller.snapshot();
         // Closed intervals: 20 packets (20 up to 40) and the seeded 1/p_0;
         // I_0 = 53 - 40 = 13 is shorter, so p = 2 / (20 + 1/p_0) = 0.02095.
-        assert_close(snapshot.loss_event_rate.unwrap(), 2.0 / (20.0 + 1.0 / P_FOR_100_PACKETS));
+        assert_close(snapshot.number("loss_event_rate").unwrap(), 2.0 / (20.0 + 1.0 / P_FOR_100_PACKETS));
         // The timeout lost 11 packets, the first event and the seed 1 each.
-        assert_close(snapshot.losses_per_event.unwrap(), 13.0 / 3.0);
+        assert_close(snapshot.number("losses_per_event").unwrap(), 13.0 / 3.0);
     }
 
     #[test]
@@ -984,8 +999,8 @@ mod tests {
         // python3 from the equations module's formulas, for p = 0.02095,
         // j = 13/3, R = 0.1 s).
         let mut host = after_a_timeout("multfrc:n=1");
-        assert_close(host.controller.snapshot().receive_rate.unwrap(), 10_000.0);
-        assert_close(host.controller.snapshot().calculated_rate.unwrap(), 32_066.945_249_931_316);
+        assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 10_000.0);
+        assert_close(host.controller.snapshot().number("calculated_rate").unwrap(), 32_066.945_249_931_316);
         assert_close(host.controller.rate, 20_000.0);
         // The acknowledgement that ended the silence starts the next
         // measurement interval. A packet paced at the old rate, alone in
@@ -993,12 +1008,12 @@ mod tests {
         let sent = host.send(11).start;
         at_millis(&mut host, 2600);
         report(&mut host, &[(sent, 2400)], &[], 100, RTT);
-        assert_close(host.controller.snapshot().receive_rate.unwrap(), 10_000.0);
+        assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 10_000.0);
         assert_close(host.controller.rate, 20_000.0);
         // 10 packets in the next 100 ms reach it: X_recv = 100 kB/s, X = X_calc.
         at_millis(&mut host, 2700);
         report(&mut host, &(sent + 1..sent + 11).map(|number| (number, 2400)).collect::<Vec<_>>(), &[], 100, RTT);
-        assert_close(host.controller.snapshot().receive_rate.unwrap(), 100_000.0);
+        assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 100_000.0);
         assert_close(host.controller.rate, 32_066.945_249_931_316);
     }
 
@@ -1065,12 +1080,12 @@ mod tests {
         // does not hold: X_recv = X_calc / 4, X = min(X_calc, 2 X_recv).
         let mut host = after_first_loss("multfrc:n=1");
         host.controller.on_retransmission_timeout(Time::from_nanos(650_000_000));
-        assert_close(host.controller.snapshot().receive_rate.unwrap(), 25_000.0);
+        assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 25_000.0);
         assert_close(host.controller.rate, 50_000.0);
         // Next expiry at 600 + max(400, 2000/50000 s) = 1000 ms: now X_calc >
         // 2 X_recv, so X_recv halves to 12.5 kB/s and X = 25 kB/s.
         host.controller.on_retransmission_timeout(Time::from_nanos(1_050_000_000));
-        assert_close(host.controller.snapshot().receive_rate.unwrap(), 12_500.0);
+        assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 12_500.0);
         assert_close(host.controller.rate, 25_000.0);
     }
 
@@ -1105,7 +1120,7 @@ mod tests {
             // 2000 B / 0.1 s = 20 kB/s measured. Data-limited: X_recv stays,
             // X = min(2 * 200k, 2 * 100k). Otherwise max(min(400k, 40k), 100k).
             let (receive, rate) = if app_limited { (100_000.0, 200_000) } else { (20_000.0, 100_000) };
-            assert_eq!(host.controller.snapshot().receive_rate, Some(receive));
+            assert_eq!(host.controller.snapshot().number("receive_rate"), Some(receive));
             assert_eq!(host.controller.pacing_rate(), Some(rate));
         }
     }
@@ -1119,16 +1134,16 @@ mod tests {
         // one that ends slow start, which counts as one lost packet like the
         // seeded interval (see LossIntervals::seed): (1 + 1) / 2.
         host.event(&(0..50).collect::<Vec<_>>(), &[50, 51, 52]);
-        assert_eq!(host.controller.snapshot().losses_per_event, Some(1.0));
+        assert_eq!(host.controller.snapshot().number("losses_per_event"), Some(1.0));
         host.event(&[], &[53]);
-        assert_eq!(host.controller.snapshot().losses_per_event, Some(1.0));
+        assert_eq!(host.controller.snapshot().number("losses_per_event"), Some(1.0));
         // Later events count every loss: 3 packets sent together, lost at 400 ms.
         at_millis(&mut host, 300);
         let sent = host.send(10);
         at_millis(&mut host, 400);
         host.event(&[], &[sent.start, sent.start + 1, sent.start + 2]);
         // Events of 3, 1 and the seed's 1, weights 1, 1, 1.
-        assert_close(host.controller.snapshot().losses_per_event.unwrap(), 5.0 / 3.0);
+        assert_close(host.controller.snapshot().number("losses_per_event").unwrap(), 5.0 / 3.0);
         assert_eq!(host.controller.counters().loss_events, 2);
     }
 
@@ -1141,7 +1156,7 @@ mod tests {
         let expected = 1000.0 * equation.packets_per_second(P_FOR_100_PACKETS);
         // 409.1 kB/s by python3 from the same formulas.
         assert_close(expected, 409_121.371_431_692_7);
-        assert_close(snapshot.calculated_rate.unwrap(), expected);
+        assert_close(snapshot.number("calculated_rate").unwrap(), expected);
         assert_eq!(snapshot.weight, Some(4.0));
         // Capped at 2 X_recv = 200 kB/s.
         assert_eq!(host.controller.pacing_rate(), Some(200_000));
@@ -1183,8 +1198,7 @@ mod tests {
         prop_assert!(controller.rate.is_finite() && controller.rate >= floor, "rate {} floor {floor}", controller.rate);
         prop_assert!(controller.congestion_window() >= 2 * controller.packet_size as usize);
         let snapshot = controller.snapshot();
-        let measured = [snapshot.calculated_rate, snapshot.receive_rate, snapshot.loss_event_rate];
-        for value in measured.into_iter().chain([snapshot.losses_per_event]).flatten() {
+        for value in snapshot.state.iter().filter_map(|(_, value)| value.as_f64()) {
             prop_assert!(value.is_finite() && value >= 0.0, "{snapshot:?}");
         }
         Ok(())

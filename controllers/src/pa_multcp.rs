@@ -102,13 +102,14 @@
 //! `W̄_c` = 187.40 packets against Reno's 122.47, R = 1.5301, the adjusting
 //! loop is AIMD(2.1425, 0.065564) and `W_max` = 581.26 packets. The seed
 //! inverts CUBIC's epoch window instead of eq. (1)
-//! ([`mulcubic::loss_event_rate_at_epoch_window`]).
+//! ([`cubic_loss_event_rate_at_epoch_window`]).
 //!
 //! `W_max` decreases with `p` in both modes (for CUBIC the pair's `2/(2 - b)`
 //! grows as R falls, but `W̄_c` falls faster); a property test checks it.
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::aimd::Aimd;
@@ -118,15 +119,19 @@ use crate::controller::Counters;
 use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
-use crate::cubic::CubicParams;
+use crate::controller::Value;
 use crate::cubic::CubicWindow;
+use crate::equations::cubic_flow_params;
+use crate::equations::cubic_loss_event_rate_at_epoch_window;
+use crate::equations::cubic_reno_flowshares;
+use crate::equations::CubicParams;
+use crate::equations::CUBIC_WEIGHT;
+use crate::grammar::Args;
+use crate::grammar::Range;
+use crate::grammar::SpecError;
 use crate::loss_intervals::LossIntervals;
 use crate::loss_intervals::LossOutcome;
-use crate::mulcubic;
-use crate::mulcubic::CUBIC_WEIGHT;
-use crate::spec::Args;
-use crate::spec::Range;
-use crate::spec::SpecError;
+use crate::spec::AlgorithmConfig;
 use crate::time::Time;
 use crate::window;
 use crate::window::AppLimitedTracker;
@@ -180,34 +185,6 @@ impl PaMulTcpConfig {
         Ok(PaMulTcpConfig { n, assignment, probe })
     }
 
-    /// Parses `n`, `assign` and `probe`.
-    pub(crate) fn from_args(args: &mut Args) -> Result<Self, SpecError> {
-        let assignment = match args.text("assign") {
-            None | Some("consecutive") => Assignment::Consecutive,
-            Some("interleave") => Assignment::Interleave,
-            Some(other) => {
-                return Err(SpecError::new(
-                    "pa-multcp",
-                    "assign",
-                    format!("= {other:?} is not accepted (accepted: consecutive, interleave)"),
-                ))
-            }
-        };
-        let probe = match args.text("probe") {
-            None | Some("reno") => ProbeKind::Reno,
-            Some("cubic") => ProbeKind::Cubic,
-            Some(other) => {
-                return Err(SpecError::new(
-                    "pa-multcp",
-                    "probe",
-                    format!("= {other:?} is not accepted (accepted: reno, cubic)"),
-                ))
-            }
-        };
-        let n = args.real("n", weight_range(probe))?.unwrap_or(1.0);
-        PaMulTcpConfig::new(n, assignment, probe)
-    }
-
     /// The same choices for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         PaMulTcpConfig::new(n, self.assignment, self.probe)
@@ -229,7 +206,7 @@ impl PaMulTcpConfig {
     pub fn adjusting_flowshares(&self, loss_event_rate: Option<f64>, rtt: Duration) -> f64 {
         let n = (self.n - 1.0).max(0.0);
         match (self.probe, loss_event_rate) {
-            (ProbeKind::Cubic, Some(p)) => n * cubic_flowshares(p, rtt),
+            (ProbeKind::Cubic, Some(p)) => n * cubic_reno_flowshares(p, rtt),
             _ => n,
         }
     }
@@ -241,6 +218,31 @@ impl PaMulTcpConfig {
             let pair = loop_pair(self.adjusting_flowshares(Some(loss_event_rate), rtt));
             pair.epoch_window(loss_event_rate)
         })
+    }
+}
+
+impl AlgorithmConfig for PaMulTcpConfig {
+    /// Parses `n`, `assign` and `probe`.
+    fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        let assignment = args
+            .choice("assign", &[("consecutive", Assignment::Consecutive), ("interleave", Assignment::Interleave)])?
+            .unwrap_or(Assignment::Consecutive);
+        let probe =
+            args.choice("probe", &[("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)])?.unwrap_or(ProbeKind::Reno);
+        let n = args.weight(weight_range(probe))?;
+        PaMulTcpConfig::new(n, assignment, probe)
+    }
+
+    fn weight(&self) -> f64 {
+        self.n
+    }
+
+    fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
+        Ok(Arc::new(PaMulTcpConfig::reweighted(self, n)?))
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(PaMulTcp::new(self.clone(), params))
     }
 }
 
@@ -374,7 +376,7 @@ impl ProbeLoop {
                 let Aimd { increase: a, decrease: b } = probe.aimd();
                 2.0 * a / (b * (2.0 - b) * window * window)
             }
-            ProbeLoop::Cubic(probe) => mulcubic::loss_event_rate_at_epoch_window(&probe.params(), window, rtt),
+            ProbeLoop::Cubic(probe) => cubic_loss_event_rate_at_epoch_window(&probe.params(), window, rtt),
         }
     }
 }
@@ -724,12 +726,16 @@ impl Controller for PaMulTcp {
             ssthresh: self.ssthresh(),
             pacing_rate: self.pacing_rate(),
             weight: Some(self.config.n),
-            loss_event_rate: self.loss_event_rate(),
-            w_max: self.w_max.map(|w_max| w_max * self.max_datagram_size as f64),
-            probe_window: Some(self.probe.window() as usize),
-            adjusting_window: adjusting.then_some(self.adjusting.window() as usize),
-            last_loop: self.last_loop.map(Loop::name),
-            ..Snapshot::default()
+            state: [
+                self.loss_event_rate().map(|p| ("loss_event_rate", Value::Real(p))),
+                self.w_max.map(|w_max| ("w_max", Value::Real(w_max * self.max_datagram_size as f64))),
+                Some(("probe_window", Value::Integer(self.probe.window() as u64))),
+                adjusting.then(|| ("adjusting_window", Value::Integer(self.adjusting.window() as u64))),
+                self.last_loop.map(|which| ("last_loop", Value::Name(which.name()))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
         }
     }
 }
@@ -746,16 +752,9 @@ pub fn loop_pair(flowshares: f64) -> Aimd {
     }
 }
 
-/// How many Reno flowshares one CUBIC flow is worth at loss event rate `p`
-/// and RTT `rtt`: `R = W̄_c / sqrt(3 / (2p)) >= 1`.
-pub fn cubic_flowshares(loss_event_rate: f64, rtt: Duration) -> f64 {
-    let cubic = mulcubic::average_window(&CubicParams::STANDARD, loss_event_rate, rtt);
-    (cubic / Aimd::STANDARD.packets_per_rtt(loss_event_rate)).max(1.0)
-}
-
 /// The probe's CUBIC constants: one flow, MulCUBIC(N) below one flowshare.
 fn probe_cubic_params(config: &PaMulTcpConfig) -> CubicParams {
-    mulcubic::flow_params(config.probe_flowshares())
+    cubic_flow_params(config.probe_flowshares())
 }
 
 #[cfg(test)]
@@ -771,10 +770,7 @@ mod tests {
     }
 
     fn pa_multcp(spec: &str) -> PaMulTcp {
-        match spec.parse::<Spec>().unwrap() {
-            Spec::PaMulTcp(config) => PaMulTcp::new(config, &testing::params()),
-            other => panic!("{other:?}"),
-        }
+        PaMulTcp::new(crate::testing::config(spec), &testing::params())
     }
 
     /// Ledger of the test host: which loop carried each packet.
@@ -832,17 +828,17 @@ mod tests {
     }
 
     #[test]
-    fn cubic_probe_targets_n_minus_one_cubic_flowshares() {
+    fn cubic_probe_targets_n_minus_one_cubic_reno_flowshares() {
         // N = 4, p = 1e-4, RTT 100 ms: W̄_c = 187.40, R = 187.40 / 122.47 =
         // 1.5301, the pair is for 4.5903 Reno flowshares, W_max = 581.26 packets
         // = 2 · 3 · W̄_c / (2 - b).
         let config = PaMulTcpConfig::new(4.0, Assignment::Consecutive, ProbeKind::Cubic).unwrap();
         let rtt = Duration::from_millis(100);
-        assert!(close(cubic_flowshares(1e-4, rtt), 1.5301164627317854, 1e-14));
+        assert!(close(cubic_reno_flowshares(1e-4, rtt), 1.5301164627317854, 1e-14));
         let w_max = config.w_max(1e-4, rtt).unwrap();
         assert!(close(w_max, 581.2553602562923, 1e-14), "{w_max}");
         let b = loop_pair(config.adjusting_flowshares(Some(1e-4), rtt)).decrease;
-        let cubic = mulcubic::average_window(&CubicParams::STANDARD, 1e-4, rtt);
+        let cubic = crate::equations::cubic_average_window(&CubicParams::STANDARD, 1e-4, rtt);
         assert!(close((2.0 - b) / 2.0 * w_max, 3.0 * cubic, 1e-14));
         // Where CUBIC is Reno-friendly (p = 0.01, RTT 10 ms) it is Reno's W_max.
         let reno = PaMulTcpConfig::new(4.0, Assignment::Consecutive, ProbeKind::Reno).unwrap();
@@ -868,11 +864,11 @@ mod tests {
         assert_eq!(controller.adjusting_loop().ssthresh(), w_max * 1000.0);
         assert_eq!(controller.counters().loss_events, 1);
         let snapshot = controller.snapshot();
-        assert_eq!(snapshot.w_max, Some(w_max * 1000.0));
-        assert_eq!(snapshot.probe_window, Some(10_000));
-        assert_eq!(snapshot.adjusting_window, Some(20_000));
+        assert_eq!(snapshot.number("w_max"), Some(w_max * 1000.0));
+        assert_eq!(snapshot.number("probe_window"), Some(10_000.0));
+        assert_eq!(snapshot.number("adjusting_window"), Some(20_000.0));
         assert_eq!(snapshot.congestion_window, 30_000);
-        assert_eq!(snapshot.loss_event_rate, controller.loss_event_rate());
+        assert_eq!(snapshot.number("loss_event_rate"), controller.loss_event_rate());
         assert_eq!(snapshot.phase, "recovery");
     }
 
@@ -951,7 +947,7 @@ mod tests {
         // goes to the probe loop, although the last one went to the adjusting loop.
         assert!(!host.controller.can_send(host.in_flight));
         assert_eq!(loops_of(&mut host, 1), [Loop::Probe]);
-        assert_eq!(host.controller.snapshot().last_loop, Some("probe"));
+        assert_eq!(host.controller.snapshot().value("last_loop"), Some(Value::Name("probe")));
         // Ack one packet of each loop: both windows grow to 11 packets, the
         // probe has 10 in flight and the adjusting loop 9. The probe loop
         // (last used) takes one packet, then the adjusting loop two.
@@ -1024,7 +1020,7 @@ mod tests {
         host.controller.set_weight(1.0).unwrap();
         assert_eq!(host.controller.congestion_window(), 10_000);
         assert_eq!(host.controller.w_max(), None);
-        assert_eq!(host.controller.snapshot().adjusting_window, None);
+        assert_eq!(host.controller.snapshot().number("adjusting_window"), None);
         let adjusting: Vec<u64> = (20..40).collect();
         host.event(&adjusting, &[]);
         assert_eq!(host.controller.adjusting_in_flight, 0);
@@ -1048,7 +1044,7 @@ mod tests {
         }
         let cubic = pa_multcp("pa-multcp:n=0.5,probe=cubic");
         match &cubic.probe {
-            ProbeLoop::Cubic(window) => assert_eq!(window.params(), mulcubic::flow_params(0.5)),
+            ProbeLoop::Cubic(window) => assert_eq!(window.params(), cubic_flow_params(0.5)),
             other => panic!("{other:?}"),
         }
     }
@@ -1149,18 +1145,19 @@ mod tests {
                 let controller = &host.controller;
                 let snapshot = controller.snapshot();
                 let minimum = 2 * host.mss;
-                let probe = snapshot.probe_window.unwrap();
+                let probe = snapshot.number("probe_window").unwrap() as usize;
                 prop_assert!(probe >= minimum, "{op:?}: {snapshot:?}");
                 prop_assert!(controller.probe.window().is_finite());
                 let adjusting = controller.adjusting.window();
                 prop_assert!(adjusting.is_finite() && adjusting >= minimum as f64, "{op:?}: {snapshot:?}");
-                prop_assert_eq!(snapshot.adjusting_window.is_some(), controller.config.n > 1.0);
-                let total = probe + snapshot.adjusting_window.unwrap_or(0);
+                let adjusting_window = snapshot.number("adjusting_window").map(|window| window as usize);
+                prop_assert_eq!(adjusting_window.is_some(), controller.config.n > 1.0);
+                let total = probe + adjusting_window.unwrap_or(0);
                 prop_assert!(snapshot.congestion_window.abs_diff(total) <= 1, "{op:?}: {snapshot:?}");
-                if let Some(p) = snapshot.loss_event_rate {
+                if let Some(p) = snapshot.number("loss_event_rate") {
                     prop_assert!(p > 0.0 && p <= 1.0, "{op:?}: {snapshot:?}");
                 }
-                if let Some(w_max) = snapshot.w_max {
+                if let Some(w_max) = snapshot.number("w_max") {
                     prop_assert!(w_max.is_finite() && w_max > 0.0, "{op:?}: {snapshot:?}");
                 }
                 let aimd = controller.adjusting.aimd();

@@ -6,11 +6,37 @@
 //! congestion, which is exactly MulTCP(1) (see [`crate::multcp`]). It is
 //! built from that code rather than written twice; only its name differs.
 
+use std::fmt;
+
+use crate::controller::Controller;
 use crate::controller::Params;
+use crate::grammar::Args;
+use crate::grammar::SpecError;
 use crate::multcp::MulTcp;
 use crate::multcp::MulTcpConfig;
+use crate::spec::AlgorithmConfig;
 
 /// A NewReno controller.
 pub fn new(params: &Params) -> MulTcp {
     MulTcp::named("reno", MulTcpConfig::one_flow(), params)
+}
+
+/// The spec `reno`: no parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RenoConfig;
+
+impl AlgorithmConfig for RenoConfig {
+    fn from_args(_args: &mut Args) -> Result<Self, SpecError> {
+        Ok(RenoConfig)
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(new(params))
+    }
+}
+
+impl fmt::Display for RenoConfig {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("reno")
+    }
 }

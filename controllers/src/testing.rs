@@ -13,6 +13,8 @@ use crate::controller::LostPacket;
 use crate::controller::Params;
 use crate::controller::RttEstimate;
 use crate::controller::SentPacket;
+use crate::spec::AlgorithmConfig;
+use crate::spec::Spec;
 use crate::time::Time;
 
 /// Datagram size of the tests: 1000 bytes keeps byte counts readable.
@@ -21,6 +23,13 @@ pub(crate) const MSS: usize = 1000;
 /// Initial window 10 packets of [`MSS`], initial RTT 100 ms.
 pub(crate) fn params() -> Params {
     Params { initial_window_packets: 10, max_datagram_size: MSS, initial_rtt: Duration::from_millis(100) }
+}
+
+/// The config of algorithm `T` that `spec` parses to; panics for another
+/// algorithm's spec.
+pub(crate) fn config<T: AlgorithmConfig + Clone>(spec: &str) -> T {
+    let parsed: Spec = spec.parse().unwrap_or_else(|e| panic!("{e}"));
+    parsed.config::<T>().unwrap_or_else(|| panic!("{spec} is not a {}", std::any::type_name::<T>())).clone()
 }
 
 /// A host: numbers packets, keeps what is in flight, reports events.

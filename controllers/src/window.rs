@@ -27,7 +27,7 @@ use crate::controller::Counters;
 use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
-use crate::spec::SpecError;
+use crate::grammar::SpecError;
 use crate::time::Time;
 
 /// Minimum congestion window, in packets (RFC 9002, kMinimumWindow).
@@ -190,11 +190,8 @@ impl WindowLoop {
         // per packet acknowledged), or two in the rapid phase (three sent).
         while remaining > 0.0 && self.window < self.ssthresh.min(self.cap) {
             let rapid = self.window < self.rapid_slow_start_until;
-            let (gain, limit) = if rapid {
-                (2.0, self.ssthresh.min(self.rapid_slow_start_until))
-            } else {
-                (1.0, self.ssthresh)
-            };
+            let (gain, limit) =
+                if rapid { (2.0, self.ssthresh.min(self.rapid_slow_start_until)) } else { (1.0, self.ssthresh) };
             let limit = limit.min(self.cap);
             let used = remaining.min((limit - self.window) / gain);
             self.window += used * gain;
@@ -286,11 +283,7 @@ impl LossWindow for WindowLoop {
 /// The pacing rate, bytes per second, for sending `window` bytes per
 /// smoothed RTT (in seconds), with the gain of the phase.
 pub fn pacing_rate(window: f64, in_slow_start: bool, smoothed_rtt_seconds: f64) -> u64 {
-    let gain = if in_slow_start {
-        SLOW_START_PACING_GAIN
-    } else {
-        CONGESTION_AVOIDANCE_PACING_GAIN
-    };
+    let gain = if in_slow_start { SLOW_START_PACING_GAIN } else { CONGESTION_AVOIDANCE_PACING_GAIN };
     (gain * window / smoothed_rtt_seconds.max(1e-6)) as u64
 }
 

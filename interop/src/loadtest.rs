@@ -29,6 +29,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use flowshare_controllers::Spec;
+use flowshare_controllers::Standard;
 use flowshare_quic::cert::ScratchDir;
 
 use crate::client;
@@ -282,7 +283,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, String> {
         .collect();
     let client_config = ClientConfig {
         protocol: config.protocol,
-        cc: Spec::Cubic,
+        cc: Spec::of_standard(Standard::Cubic),
         insecure: true,
         ca: None,
         qlog_dir: None,

@@ -52,9 +52,10 @@ use std::ops::Range;
 use std::path::Path;
 use std::path::PathBuf;
 
-use flowshare_controllers::spec::MAX_WEIGHT;
-use flowshare_controllers::Params;
+use flowshare_controllers::grammar::MAX_WEIGHT;
+use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
+use flowshare_controllers::Standard;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -186,7 +187,11 @@ impl Policy {
             source: "command line".to_string(),
             max_weight: MAX_WEIGHT,
             bulk_min_bytes: DEFAULT_BULK_MIN_BYTES,
-            default: Assignment { spec: Spec::Cubic, mode: WeightMode::Fixed, weight_can_change: false },
+            default: Assignment {
+                spec: Spec::of_standard(Standard::Cubic),
+                mode: WeightMode::Fixed,
+                weight_can_change: false,
+            },
             rules: Vec::new(),
             upgrades: Vec::new(),
         };
@@ -253,8 +258,9 @@ impl Policy {
                             mode.span(),
                             format!(
                                 "{what}: weight = \"streams\" needs a controller whose weight can change \
-                                 (multcp, pa-multcp, mulcubic, multfrc), not {}",
-                                spec.algorithm()
+                                 ({}), not {}",
+                                reweightable_names().join(", "),
+                                spec.name()
                             ),
                         ));
                     }
@@ -272,7 +278,11 @@ impl Policy {
 
         let default = match &file.default {
             Some(table) => assignment(table.get_ref(), "default")?,
-            None => Assignment { spec: Spec::Cubic, mode: WeightMode::Fixed, weight_can_change: false },
+            None => Assignment {
+                spec: Spec::of_standard(Standard::Cubic),
+                mode: WeightMode::Fixed,
+                weight_can_change: false,
+            },
         };
 
         let mut rules = Vec::with_capacity(file.rule.len());
@@ -461,13 +471,15 @@ impl RequestCondition {
     }
 }
 
-/// Whether the controller built from `spec` accepts weight changes: asks
-/// the controller itself, so the answer follows the controllers crate.
+/// Whether the controller of `spec` accepts weight changes while the
+/// connection runs, as the controllers' registry says.
 pub fn weight_can_change(spec: &Spec) -> bool {
-    if spec.is_quiche_builtin() {
-        return false;
-    }
-    spec.build(&Params::default()).set_weight(spec.weight()).is_ok()
+    spec.algorithm().reweightable
+}
+
+/// The algorithms whose weight can change while a connection runs.
+fn reweightable_names() -> Vec<&'static str> {
+    registry::ALGORITHMS.iter().filter(|algorithm| algorithm.reweightable).map(|algorithm| algorithm.name).collect()
 }
 
 fn check_weight_cap(weight: f64, cap: f64) -> Result<(), String> {
@@ -709,7 +721,7 @@ weight = 0.25
         assert_eq!(fast.matched, "rule 1 (policy.toml:7)");
 
         let slow = decide(hello(Some("a.slow.test"), Some("h3"), "127.0.0.1"));
-        assert_eq!(slow.assignment.spec.algorithm(), "multfrc");
+        assert_eq!(slow.assignment.spec.name(), "multfrc");
         // The wildcard does not match the apex, and ALPN must match too.
         assert_eq!(decide(hello(Some("slow.test"), Some("h3"), "127.0.0.1")).matched, "default");
         assert_eq!(decide(hello(Some("a.slow.test"), Some("hq-interop"), "127.0.0.1")).matched, "default");
@@ -720,7 +732,7 @@ weight = 0.25
         // IPv4-mapped IPv6 clients match IPv4 prefixes.
         assert_eq!(decide(hello(None, None, "::ffff:10.1.0.9")).assignment.mode, WeightMode::Streams);
         assert_eq!(decide(hello(None, None, "10.2.0.1")).matched, "default");
-        assert_eq!(decide(hello(None, None, "10.2.0.1")).assignment.spec, Spec::Cubic);
+        assert_eq!(decide(hello(None, None, "10.2.0.1")).assignment.spec, Spec::of_standard(Standard::Cubic));
     }
 
     #[test]

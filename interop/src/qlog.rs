@@ -18,6 +18,7 @@ use std::io;
 use std::io::BufWriter;
 use std::path::Path;
 
+use flowshare_controllers as controller;
 use flowshare_controllers::Snapshot;
 use qlog::events::EventImportance;
 use qlog::events::JsonEvent;
@@ -79,26 +80,7 @@ impl ControllerTrace {
 /// left out. Sizes in bytes, rates in bytes per second, times in ms.
 pub fn snapshot_json(snapshot: &Snapshot) -> Value {
     // Destructured without `..` so that a new field cannot be forgotten here.
-    let Snapshot {
-        algorithm,
-        phase,
-        congestion_window,
-        ssthresh,
-        pacing_rate,
-        weight,
-        loss_event_rate,
-        w_max,
-        probe_window,
-        adjusting_window,
-        last_loop,
-        calculated_rate,
-        receive_rate,
-        losses_per_event,
-        loss_window,
-        delay_window,
-        base_rtt,
-        group_share,
-    } = snapshot;
+    let Snapshot { algorithm, phase, congestion_window, ssthresh, pacing_rate, weight, state } = snapshot;
     let mut data = Map::new();
     data.insert("algorithm".into(), json!(algorithm));
     data.insert("phase".into(), json!(phase));
@@ -111,18 +93,15 @@ pub fn snapshot_json(snapshot: &Snapshot) -> Value {
     optional("ssthresh", ssthresh.map(|v| json!(v)));
     optional("pacing_rate", pacing_rate.map(|v| json!(v)));
     optional("weight", weight.map(|v| json!(v)));
-    optional("loss_event_rate", loss_event_rate.map(|v| json!(v)));
-    optional("w_max", w_max.map(|v| json!(v)));
-    optional("probe_window", probe_window.map(|v| json!(v)));
-    optional("adjusting_window", adjusting_window.map(|v| json!(v)));
-    optional("last_loop", last_loop.map(|v| json!(v)));
-    optional("calculated_rate", calculated_rate.map(|v| json!(v)));
-    optional("receive_rate", receive_rate.map(|v| json!(v)));
-    optional("losses_per_event", losses_per_event.map(|v| json!(v)));
-    optional("loss_window", loss_window.map(|v| json!(v)));
-    optional("delay_window", delay_window.map(|v| json!(v)));
-    optional("base_rtt", base_rtt.map(|v| json!(v.as_secs_f64() * 1e3)));
-    optional("group_share", group_share.map(|v| json!(v)));
+    for (name, value) in state {
+        let value = match *value {
+            controller::Value::Integer(v) => json!(v),
+            controller::Value::Real(v) => json!(v),
+            controller::Value::Duration(v) => json!(v.as_secs_f64() * 1e3),
+            controller::Value::Name(v) => json!(v),
+        };
+        data.insert((*name).into(), value);
+    }
     Value::Object(data)
 }
 
@@ -147,7 +126,7 @@ mod tests {
             phase: "congestion_avoidance",
             congestion_window: 12_000,
             weight: Some(4.0),
-            base_rtt: Some(std::time::Duration::from_micros(1500)),
+            state: vec![("base_rtt", controller::Value::Duration(std::time::Duration::from_micros(1500)))],
             ..Snapshot::default()
         };
         let data = snapshot_json(&snapshot);

@@ -43,7 +43,6 @@ use boring::ssl::NameType;
 use boring::ssl::SelectCertError;
 use boring::ssl::SslContextBuilder;
 use boring::ssl::SslMethod;
-use flowshare_controllers::Spec;
 use mio::Events;
 use mio::Interest;
 use mio::Poll;
@@ -55,7 +54,6 @@ use crate::event;
 use crate::http;
 use crate::http::Body;
 use crate::http::Protocol;
-use flowshare_quic::pacing::PacedSender;
 use crate::io::MAX_DATAGRAM_SIZE;
 use crate::io::MAX_RECV_SIZE;
 use crate::log::Level;
@@ -70,6 +68,7 @@ use crate::qlog::ControllerTrace;
 use crate::stats::Summary;
 use crate::weight::ConnectionWeight;
 use crate::weight::ResponseWeight;
+use flowshare_quic::pacing::PacedSender;
 
 /// Connection- and stream-level flow control windows offered to clients.
 /// quiche grows them up to its own maxima as a transfer proceeds.
@@ -204,7 +203,8 @@ impl Server {
                 let alpn = protocol.map(|protocol| protocol.to_string());
                 let decision =
                     policy.decide(&Hello { sni: sni.as_deref(), alpn: alpn.as_deref(), client: client.ip() });
-                select_in_handshake(hello.ssl_mut(), &decision.assignment.spec).map_err(|_| SelectCertError::ERROR)?;
+                flowshare_quic::configure_in_handshake(hello.ssl_mut(), &decision.assignment.spec)
+                    .map_err(|_| SelectCertError::ERROR)?;
                 slot.decision = Some((decision, policy));
                 Ok(())
             });
@@ -466,20 +466,6 @@ impl Server {
             }
             false
         });
-    }
-}
-
-/// Selects `spec` for the connection whose handshake is running on `ssl`:
-/// quiche's own Reno and CUBIC by algorithm, everything else as a factory.
-fn select_in_handshake(ssl: &mut boring::ssl::SslRef, spec: &Spec) -> quiche::Result<()> {
-    match spec {
-        Spec::Reno => {
-            <quiche::Connection>::set_cc_algorithm_in_handshake(ssl, quiche::CongestionControlAlgorithm::Reno)
-        }
-        Spec::Cubic => {
-            <quiche::Connection>::set_cc_algorithm_in_handshake(ssl, quiche::CongestionControlAlgorithm::CUBIC)
-        }
-        _ => <quiche::Connection>::set_cc_factory_in_handshake(ssl, flowshare_quic::factory(spec.clone())),
     }
 }
 

@@ -152,7 +152,7 @@ fn positive(flag: &str, values: &Option<Vec<f64>>, max: f64) -> Result<(), Strin
 
 impl ExperimentArgs {
     fn options(&self) -> Result<Options, String> {
-        positive("n", &self.n, flowshare_controllers::spec::MAX_WEIGHT)?;
+        positive("n", &self.n, flowshare_controllers::grammar::MAX_WEIGHT)?;
         positive("bandwidths", &self.bandwidths, 1e6)?;
         positive("duration", &self.duration.map(|d| vec![d]), 1e6)?;
         if let Some(warmup) = self.warmup {

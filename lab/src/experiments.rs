@@ -14,6 +14,7 @@ use serde_json::json;
 use serde_json::Value;
 
 use flowshare_controllers::equations::TcpEquation;
+use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
 
 use crate::metrics;
@@ -32,10 +33,16 @@ use crate::sim::RunResult;
 use crate::sweep;
 use crate::sweep::Job;
 
-/// The weighted controllers the `fairness` experiment compares.
-pub const WEIGHTED_CONTROLLERS: &[&str] = &["multcp", "pa-multcp", "mulcubic", "multfrc"];
-/// The standard peers.
-pub const PEERS: &[&str] = &["reno", "cubic"];
+/// The weighted controllers the experiments compare by default: every
+/// weighted algorithm of the registry.
+pub fn weighted_controllers() -> Vec<String> {
+    registry::weighted().map(|algorithm| algorithm.name.to_string()).collect()
+}
+
+/// The standard peers: the registry's standard algorithms.
+pub fn peers() -> Vec<String> {
+    registry::standard().map(|algorithm| algorithm.name.to_string()).collect()
+}
 
 /// Options shared by the experiments; `None` keeps the experiment's
 /// default (full or quick).
@@ -241,10 +248,10 @@ pub fn paper_fairness(controller: &str, peer: &str, bandwidth_mbps: f64, n: f64)
 pub fn fairness(options: &Options, out: &Path) -> Result<Outcome, String> {
     let quick = options.quick;
     let mut notes = String::new();
-    let requested = options.controllers.clone().unwrap_or_else(|| strings(WEIGHTED_CONTROLLERS));
+    let requested = options.controllers.clone().unwrap_or_else(|| weighted_controllers());
     let (controllers, skipped) = known(&requested, |c| weighted_spec(c, 2.0));
     note_skipped(&mut notes, &skipped, "controllers");
-    let (peers, skipped_peers) = known(&options.peers.clone().unwrap_or_else(|| strings(PEERS)), |p| p.to_string());
+    let (peers, skipped_peers) = known(&options.peers.clone().unwrap_or_else(|| peers()), |p| p.to_string());
     note_skipped(&mut notes, &skipped_peers, "peers");
     if controllers.is_empty() || peers.is_empty() {
         return Err(format!(
@@ -482,7 +489,7 @@ fn mean_between(series: &[f64], bin: f64, from: f64, to: f64) -> f64 {
 pub fn transient(options: &Options, out: &Path) -> Result<Outcome, String> {
     let quick = options.quick;
     let mut notes = String::new();
-    let requested = options.controllers.clone().unwrap_or_else(|| strings(WEIGHTED_CONTROLLERS));
+    let requested = options.controllers.clone().unwrap_or_else(|| weighted_controllers());
     let (controllers, skipped) = known(&requested, |c| weighted_spec(c, 10.0));
     note_skipped(&mut notes, &skipped, "controllers");
     let peer = options.peers.as_ref().and_then(|p| p.first().cloned()).unwrap_or_else(|| "reno".into());

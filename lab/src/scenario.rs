@@ -493,7 +493,8 @@ impl Scenario {
             }
             let role = flow.role.unwrap_or(match (&traffic, &cc) {
                 (Traffic::Cbr { .. } | Traffic::Web { .. }, _) => Role::Other,
-                (_, Some(Spec::Reno | Spec::Cubic | Spec::Ctcp(_))) => Role::Standard,
+                (_, Some(spec)) if spec.algorithm().is_weighted() => Role::Weighted,
+                (_, Some(_)) => Role::Standard,
                 _ => Role::Weighted,
             });
             let label = flow.label.clone().unwrap_or_else(|| cc.as_ref().map_or("cbr".into(), |spec| spec.to_string()));

@@ -492,7 +492,7 @@ impl Simulation {
             // An MCompound group is one connection's subflows: private to the
             // run (not the process-wide group its spec names), so that runs on
             // other threads cannot join it.
-            let group = matches!(connection.cc, Some(Spec::Mcompound(_))).then(McompoundGroup::new);
+            let group = connection.cc.as_ref().is_some_and(|spec| spec.algorithm().grouped).then(McompoundGroup::new);
             // Only connections that start with the run are spread out: a
             // start time given on purpose is kept.
             let offset = if setup.start_spread > 0 && connection.start == 0 {

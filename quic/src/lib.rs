@@ -23,6 +23,7 @@ pub mod transfer;
 
 pub use adapter::QuicheController;
 pub use select::configure;
+pub use select::configure_in_handshake;
 pub use select::controller;
 pub use select::controller_mut;
 pub use select::factory;

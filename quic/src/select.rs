@@ -12,19 +12,47 @@
 use std::any::Any;
 use std::sync::Once;
 
-use flowshare_controllers::spec;
+use flowshare_controllers::registry;
 use flowshare_controllers::Params;
 use flowshare_controllers::Spec;
+use flowshare_controllers::Standard;
 use quiche::congestion::CongestionControlFactory;
 
 use crate::adapter::QuicheController;
 
+/// What quiche runs for a spec: its own implementation of a standard
+/// algorithm, or a flowshare controller from a factory.
+pub enum Selection {
+    /// quiche's own Reno or CUBIC.
+    Builtin(quiche::CongestionControlAlgorithm),
+    /// A flowshare controller.
+    Factory(CongestionControlFactory),
+}
+
+/// What quiche should run for `spec`.
+pub fn selection(spec: &Spec) -> Selection {
+    match spec.standard() {
+        Some(Standard::Reno) => Selection::Builtin(quiche::CongestionControlAlgorithm::Reno),
+        Some(Standard::Cubic) => Selection::Builtin(quiche::CongestionControlAlgorithm::CUBIC),
+        None => Selection::Factory(factory(spec.clone())),
+    }
+}
+
 /// Selects `spec` for the connections made with `config`.
 pub fn configure(config: &mut quiche::Config, spec: &Spec) {
-    match spec {
-        Spec::Reno => config.set_cc_algorithm(quiche::CongestionControlAlgorithm::Reno),
-        Spec::Cubic => config.set_cc_algorithm(quiche::CongestionControlAlgorithm::CUBIC),
-        _ => config.set_cc_factory(factory(spec.clone())),
+    match selection(spec) {
+        Selection::Builtin(algorithm) => config.set_cc_algorithm(algorithm),
+        Selection::Factory(factory) => config.set_cc_factory(factory),
+    }
+}
+
+/// Selects `spec` for the connection whose handshake is running on `ssl`,
+/// from a server's handshake callback (see quiche's
+/// `set_cc_factory_in_handshake`).
+pub fn configure_in_handshake(ssl: &mut boring::ssl::SslRef, spec: &Spec) -> quiche::Result<()> {
+    match selection(spec) {
+        Selection::Builtin(algorithm) => <quiche::Connection>::set_cc_algorithm_in_handshake(ssl, algorithm),
+        Selection::Factory(factory) => <quiche::Connection>::set_cc_factory_in_handshake(ssl, factory),
     }
 }
 
@@ -46,11 +74,11 @@ pub fn factory(spec: Spec) -> CongestionControlFactory {
 pub fn register_with_quiche() {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
-        for &algorithm in spec::ALGORITHMS {
+        for algorithm in registry::ALGORITHMS {
             // quiche refuses its own names (reno, cubic); that is intended.
-            let _ = quiche::congestion::register_congestion_control(algorithm, |text| {
+            let _ = quiche::congestion::register_congestion_control(algorithm.name, |text| {
                 let spec: Spec = text.parse().ok()?;
-                (!spec.is_quiche_builtin()).then(|| factory(spec))
+                spec.standard().is_none().then(|| factory(spec))
             });
         }
     });

@@ -22,6 +22,7 @@ use flowshare_controllers::Counters;
 use flowshare_controllers::Params;
 use flowshare_controllers::Snapshot;
 use flowshare_controllers::Spec;
+use flowshare_controllers::Standard;
 use mio::net::UdpSocket;
 use mio::Events;
 use mio::Interest;
@@ -48,7 +49,6 @@ const PAYLOAD_STREAM: u64 = 3;
 /// Connection and stream flow-control windows: large enough that flow
 /// control never limits a loopback transfer before congestion control does.
 const FLOW_CONTROL_WINDOW: u64 = 32 * 1024 * 1024;
-
 
 /// What to transfer and how.
 #[derive(Clone, Debug)]
@@ -81,7 +81,7 @@ impl TransferConfig {
         TransferConfig {
             sender,
             select_by_name: false,
-            receiver: Spec::Cubic,
+            receiver: Spec::of_standard(Standard::Cubic),
             bytes,
             link: None,
             record_trace: false,
@@ -183,7 +183,9 @@ impl fmt::Display for TransferError {
             TransferError::TimedOut { received, expected } => {
                 write!(f, "timed out after receiving {received} of {expected} bytes")
             }
-            TransferError::Corrupted { offset } => write!(f, "received data differs from what was sent at byte {offset}"),
+            TransferError::Corrupted { offset } => {
+                write!(f, "received data differs from what was sent at byte {offset}")
+            }
             TransferError::Incomplete { received, expected } => {
                 write!(f, "connection closed after {received} of {expected} bytes")
             }
@@ -335,7 +337,9 @@ impl Endpoint {
     /// Waits for a datagram, quiche's timer or `pacing_due`, then feeds
     /// every datagram that arrived to quiche and runs its timers.
     fn wait_and_receive(
-        &mut self, conn: &mut quiche::Connection, pacing_due: Option<Instant>,
+        &mut self,
+        conn: &mut quiche::Connection,
+        pacing_due: Option<Instant>,
     ) -> Result<(), TransferError> {
         let timer = conn.timeout().map(|timeout| Instant::now() + timeout);
         let wake = [timer, pacing_due].into_iter().flatten().min();
@@ -360,16 +364,15 @@ impl Endpoint {
 
 /// The sender: accepts one connection and sends the payload.
 fn send(
-    config: &TransferConfig, certs: &CertFiles, socket: std::net::UdpSocket, deadline: Instant,
+    config: &TransferConfig,
+    certs: &CertFiles,
+    socket: std::net::UdpSocket,
+    deadline: Instant,
     progress: &mpsc::Sender<Progress>,
 ) -> Result<SenderReport, TransferError> {
     let mut quiche_config = base_config(None)?;
-    quiche_config
-        .load_cert_chain_from_pem_file(&certs.cert.to_string_lossy())
-        .map_err(quic("load the certificate"))?;
-    quiche_config
-        .load_priv_key_from_pem_file(&certs.key.to_string_lossy())
-        .map_err(quic("load the private key"))?;
+    quiche_config.load_cert_chain_from_pem_file(&certs.cert.to_string_lossy()).map_err(quic("load the certificate"))?;
+    quiche_config.load_priv_key_from_pem_file(&certs.key.to_string_lossy()).map_err(quic("load the private key"))?;
     if config.select_by_name {
         select::register_with_quiche();
         quiche_config
@@ -424,7 +427,9 @@ fn send(
 }
 
 fn accept(
-    endpoint: &mut Endpoint, config: &mut quiche::Config, deadline: Instant,
+    endpoint: &mut Endpoint,
+    config: &mut quiche::Config,
+    deadline: Instant,
 ) -> Result<quiche::Connection, TransferError> {
     loop {
         if Instant::now() > deadline {

@@ -13,10 +13,11 @@
 //! Cases are [`TestbedScenario`]s, so `flowshare compare` runs them in the
 //! lab as well.
 
+use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
 use flowshare_lab::experiments::accepts_fractional_weight;
+use flowshare_lab::experiments::weighted_controllers;
 use flowshare_lab::experiments::weighted_spec;
-use flowshare_lab::experiments::WEIGHTED_CONTROLLERS;
 use flowshare_lab::scenario::FlowConfig;
 use flowshare_lab::scenario::LinkConfig;
 use flowshare_lab::scenario::Scenario;
@@ -30,8 +31,18 @@ pub const BUILTINS: &[&str] = &["crosstraffic", "weighted", "transient", "multip
 
 /// The controllers `utilization` runs alone by default: quiche's, each
 /// flowshare algorithm at weight one, and Linux's.
-const SINGLE_FLOWS: &[&str] =
-    &["cubic", "reno", "multcp", "pa-multcp", "mulcubic", "multfrc", "ctcp", "mcompound:group=1", "tcp-cubic", "tcp-reno"];
+const SINGLE_FLOWS: &[&str] = &[
+    "cubic",
+    "reno",
+    "multcp",
+    "pa-multcp",
+    "mulcubic",
+    "multfrc",
+    "ctcp",
+    "mcompound:group=1",
+    "tcp-cubic",
+    "tcp-reno",
+];
 
 /// The rates `headroom` steps through, Mbit/s.
 const HEADROOM_RATES: &[f64] = &[50.0, 100.0, 150.0, 200.0, 250.0, 300.0];
@@ -150,11 +161,12 @@ pub fn cases(name: &str, options: &BuiltinOptions, skipped: &mut Vec<String>) ->
     if queue != "droptail" && queue != "red" {
         return Err(format!("--queue {queue} is not a queue (accepted: droptail, red)"));
     }
-    let controllers = options.controllers.clone().unwrap_or_else(|| names(WEIGHTED_CONTROLLERS));
+    let controllers = options.controllers.clone().unwrap_or_else(|| weighted_controllers());
     let mut cases = Vec::new();
     match name {
         "crosstraffic" => {
-            let (duration, warmup) = (options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 }), if quick { 5.0 } else { 10.0 });
+            let (duration, warmup) =
+                (options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 }), if quick { 5.0 } else { 10.0 });
             let weights = options.n.clone().unwrap_or(if quick { vec![2.0] } else { vec![1.0, 2.0, 4.0] });
             let controllers = if quick && options.controllers.is_none() { names(&["multcp"]) } else { controllers };
             let rate = options.bandwidth_mbps.unwrap_or(10.0);
@@ -166,25 +178,44 @@ pub fn cases(name: &str, options: &BuiltinOptions, skipped: &mut Vec<String>) ->
                 bottleneck.buffer_packets = Some((25.0 * rate / 10.0).round().max(1.0) as usize);
                 bottleneck.queue = queue.clone();
                 let base = scenario(&format!("crosstraffic {spec}"), duration, warmup, vec![bottleneck]);
-                let flows = vec![(flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic), peer("tcp-cubic", 1, &["bottleneck"])?];
+                let flows = vec![
+                    (flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic),
+                    peer("tcp-cubic", 1, &["bottleneck"])?,
+                ];
                 cases.push(Case { name: format!("crosstraffic-{}", file_safe(&spec)), scenario: build(base, flows) });
             }
         }
         "weighted" => {
-            let (duration, warmup) = (options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 }), if quick { 5.0 } else { 15.0 });
+            let (duration, warmup) =
+                (options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 }), if quick { 5.0 } else { 15.0 });
             let weights = options.n.clone().unwrap_or(if quick { vec![2.0] } else { vec![0.5, 2.0, 4.0, 8.0] });
             let controllers = if quick && options.controllers.is_none() { names(&["multcp"]) } else { controllers };
             let peers = options.peers.clone().unwrap_or_else(|| {
-                if quick { names(&["cubic"]) } else { names(&["cubic", "reno", "tcp-cubic"]) }
+                if quick {
+                    names(&["cubic"])
+                } else {
+                    names(&["cubic", "reno", "tcp-cubic"])
+                }
             });
             let m = options.standard_flows.unwrap_or(2);
             let rate = options.bandwidth_mbps.unwrap_or(20.0);
             let rtt = options.rtt_ms.unwrap_or(40.0);
             for spec in weighted_specs(&controllers, &weights, skipped) {
                 for peer_name in &peers {
-                    let base = scenario(&format!("weighted {spec} vs {m} {peer_name}"), duration, warmup, vec![link("bottleneck", rate, rtt, &queue)]);
-                    let flows = vec![(flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic), peer(peer_name, m, &["bottleneck"])?];
-                    cases.push(Case { name: format!("weighted-{}-vs-{m}-{peer_name}", file_safe(&spec)), scenario: build(base, flows) });
+                    let base = scenario(
+                        &format!("weighted {spec} vs {m} {peer_name}"),
+                        duration,
+                        warmup,
+                        vec![link("bottleneck", rate, rtt, &queue)],
+                    );
+                    let flows = vec![
+                        (flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic),
+                        peer(peer_name, m, &["bottleneck"])?,
+                    ];
+                    cases.push(Case {
+                        name: format!("weighted-{}-vs-{m}-{peer_name}", file_safe(&spec)),
+                        scenario: build(base, flows),
+                    });
                 }
             }
         }
@@ -197,7 +228,12 @@ pub fn cases(name: &str, options: &BuiltinOptions, skipped: &mut Vec<String>) ->
             let rate = options.bandwidth_mbps.unwrap_or(20.0);
             let rtt = options.rtt_ms.unwrap_or(40.0);
             for spec in weighted_specs(&controllers, &weights, skipped) {
-                let base = scenario(&format!("transient {spec}"), duration, duration / 9.0, vec![link("bottleneck", rate, rtt, &queue)]);
+                let base = scenario(
+                    &format!("transient {spec}"),
+                    duration,
+                    duration / 9.0,
+                    vec![link("bottleneck", rate, rtt, &queue)],
+                );
                 let mut cbr = flow("reno", 1, &["bottleneck"], Role::Other);
                 cbr.cc = None;
                 cbr.traffic = "cbr".into();
@@ -235,31 +271,48 @@ pub fn cases(name: &str, options: &BuiltinOptions, skipped: &mut Vec<String>) ->
                 warmup,
                 vec![link("path1", rate, rtt, &queue), link("path2", rate, rtt, &queue)],
             );
-            let flows = vec![multipath(&[&["path1"], &["path2"]]), (flow("ctcp", 1, &["path1"], Role::Standard), Transport::Quic)];
+            let flows = vec![
+                multipath(&[&["path1"], &["path2"]]),
+                (flow("ctcp", 1, &["path1"], Role::Standard), Transport::Quic),
+            ];
             cases.push(Case { name: "multipath-two-bottlenecks".into(), scenario: build(two, flows) });
-            let shared = scenario("multipath shared bottleneck", duration, warmup, vec![link("shared", rate, rtt, &queue)]);
-            let flows = vec![multipath(&[&["shared"], &["shared"]]), (flow("ctcp", 1, &["shared"], Role::Standard), Transport::Quic)];
+            let shared =
+                scenario("multipath shared bottleneck", duration, warmup, vec![link("shared", rate, rtt, &queue)]);
+            let flows = vec![
+                multipath(&[&["shared"], &["shared"]]),
+                (flow("ctcp", 1, &["shared"], Role::Standard), Transport::Quic),
+            ];
             cases.push(Case { name: "multipath-shared-bottleneck".into(), scenario: build(shared, flows) });
         }
         "utilization" => {
-            let (duration, warmup) = (options.duration_s.unwrap_or(if quick { 15.0 } else { 30.0 }), if quick { 5.0 } else { 10.0 });
+            let (duration, warmup) =
+                (options.duration_s.unwrap_or(if quick { 15.0 } else { 30.0 }), if quick { 5.0 } else { 10.0 });
             let n = options.n.as_ref().and_then(|n| n.first().copied()).unwrap_or(1.0);
             let rate = options.bandwidth_mbps.unwrap_or(20.0);
             let rtt = options.rtt_ms.unwrap_or(40.0);
             let names = options.controllers.clone().unwrap_or_else(|| names(SINGLE_FLOWS));
             for name in names {
-                let base = scenario(&format!("utilization {name}"), duration, warmup, vec![link("bottleneck", rate, rtt, &queue)]);
+                let base = scenario(
+                    &format!("utilization {name}"),
+                    duration,
+                    warmup,
+                    vec![link("bottleneck", rate, rtt, &queue)],
+                );
                 let entry = if name.starts_with("tcp-") || name == "cubic" || name == "reno" {
                     peer(&name, 1, &["bottleneck"])?
                 } else {
-                    let spec = if WEIGHTED_CONTROLLERS.contains(&name.as_str()) { weighted_spec(&name, n) } else { name.clone() };
+                    let weighted = registry::find(&name).is_some_and(|algorithm| algorithm.is_weighted());
+                    let spec = if weighted { weighted_spec(&name, n) } else { name.clone() };
                     if spec.parse::<Spec>().is_err() {
                         skipped.push(spec);
                         continue;
                     }
                     (flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic)
                 };
-                cases.push(Case { name: format!("utilization-{}", file_safe(&name)), scenario: build(base, vec![entry]) });
+                cases.push(Case {
+                    name: format!("utilization-{}", file_safe(&name)),
+                    scenario: build(base, vec![entry]),
+                });
             }
         }
         "headroom" => {
@@ -268,13 +321,21 @@ pub fn cases(name: &str, options: &BuiltinOptions, skipped: &mut Vec<String>) ->
             let rates = options.bandwidth_mbps.map_or_else(|| HEADROOM_RATES.to_vec(), |rate| vec![rate]);
             let spec = options.controllers.as_ref().and_then(|c| c.first().cloned()).unwrap_or_else(|| "cubic".into());
             for rate in rates {
-                let base = scenario(&format!("headroom {rate} Mbit/s"), duration, duration / 4.0, vec![link("bottleneck", rate, rtt, &queue)]);
+                let base = scenario(
+                    &format!("headroom {rate} Mbit/s"),
+                    duration,
+                    duration / 4.0,
+                    vec![link("bottleneck", rate, rtt, &queue)],
+                );
                 let flows = vec![(flow(&spec, 2, &["bottleneck"], Role::Standard), Transport::Quic)];
                 cases.push(Case { name: format!("headroom-{rate}"), scenario: build(base, flows) });
             }
         }
         other => {
-            return Err(format!("{other:?} is neither a scenario file nor a built-in scenario (built-ins: {})", BUILTINS.join(", ")))
+            return Err(format!(
+                "{other:?} is neither a scenario file nor a built-in scenario (built-ins: {})",
+                BUILTINS.join(", ")
+            ))
         }
     }
     Ok(cases)
@@ -305,7 +366,8 @@ mod tests {
 
     #[test]
     fn quick_crosstraffic_is_one_flowshare_flow_against_linux_cubic() {
-        let cases = cases("crosstraffic", &BuiltinOptions { quick: true, ..Default::default() }, &mut Vec::new()).unwrap();
+        let cases =
+            cases("crosstraffic", &BuiltinOptions { quick: true, ..Default::default() }, &mut Vec::new()).unwrap();
         assert_eq!(cases.len(), 1);
         let plan = cases[0].scenario.plan(1, &mut String::new()).unwrap();
         assert_eq!(plan.flows.len(), 2);
@@ -325,7 +387,8 @@ mod tests {
         };
         let mut skipped = Vec::new();
         let cases = cases("crosstraffic", &options, &mut skipped).unwrap();
-        let specs: Vec<String> = cases.iter().map(|c| c.scenario.scenario.flows[0].cc.clone().unwrap_or_default()).collect();
+        let specs: Vec<String> =
+            cases.iter().map(|c| c.scenario.scenario.flows[0].cc.clone().unwrap_or_default()).collect();
         for spec in &specs {
             assert!(spec.parse::<Spec>().is_ok(), "{spec}");
         }

@@ -118,7 +118,9 @@ impl TestbedScenario {
                 Some(toml::Value::String(name)) if name == "quic" => Transport::Quic,
                 Some(toml::Value::String(name)) if name == "tcp" => Transport::Tcp,
                 Some(other) => {
-                    return Err(format!("flow[{i}].transport = {other} is not a transport (accepted: \"quic\", \"tcp\")"))
+                    return Err(format!(
+                        "flow[{i}].transport = {other} is not a transport (accepted: \"quic\", \"tcp\")"
+                    ))
                 }
             };
             transports.push(transport);
@@ -138,7 +140,8 @@ impl TestbedScenario {
         if !links.is_empty() {
             table.insert("link".into(), toml::Value::Array(links));
         }
-        let scenario: Scenario = toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
+        let scenario: Scenario =
+            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
         Ok(TestbedScenario { scenario, transports, blackholes })
     }
 
@@ -174,7 +177,10 @@ impl TestbedScenario {
             return Err("the testbed keys do not match the scenario's flows and links".into());
         }
         if setup.links.len() > MAX_LINKS {
-            return Err(format!("link: the testbed emulates at most {MAX_LINKS} links, the scenario has {}", setup.links.len()));
+            return Err(format!(
+                "link: the testbed emulates at most {MAX_LINKS} links, the scenario has {}",
+                setup.links.len()
+            ));
         }
         if setup.connections.len() > MAX_CONNECTIONS {
             return Err(format!(
@@ -276,18 +282,17 @@ impl TestbedScenario {
                     return Err(format!("{}: web traffic is not supported by the testbed", field("traffic")))
                 }
                 (_, Some(spec), Transport::Tcp) => {
-                    if !matches!(spec, Spec::Reno | Spec::Cubic) {
-                        return Err(format!(
-                            "{}: Linux TCP peers run reno or cubic, not {spec}",
-                            field("cc")
-                        ));
+                    if spec.standard().is_none() {
+                        return Err(format!("{}: Linux TCP peers run reno or cubic, not {spec}", field("cc")));
                     }
                     if subflows.len() != 1 {
                         return Err(format!("{}: TCP peers are single-path", field("paths")));
                     }
-                    FlowKind::Tcp { cc: spec.algorithm(), port: TCP_PORT_BASE + k as u16 }
+                    FlowKind::Tcp { cc: spec.name(), port: TCP_PORT_BASE + k as u16 }
                 }
-                (_, Some(spec), Transport::Quic) => FlowKind::Quic { spec: spec.clone(), port: QUIC_PORT_BASE + k as u16 },
+                (_, Some(spec), Transport::Quic) => {
+                    FlowKind::Quic { spec: spec.clone(), port: QUIC_PORT_BASE + k as u16 }
+                }
                 (_, None, _) => return Err(format!("{}: is required", field("cc"))),
             };
             let bytes = match connection.traffic {
@@ -552,10 +557,14 @@ paths = [["a"], ["a"]]
     fn what_the_testbed_cannot_emulate_is_refused_with_the_field() {
         let error = plan(&CROSS.replace("cc = \"cubic\"", "cc = \"multcp:n=2\"")).unwrap_err();
         assert_eq!(error, "flow[1].cc: Linux TCP peers run reno or cubic, not multcp:n=2");
-        let error = plan(&CROSS.replace("path = [\"bottleneck\"]\n\n[[flow]]", "path = [\"bottleneck\"]\naccess_delay_ms = 2\n\n[[flow]]"))
-            .unwrap_err();
+        let error = plan(&CROSS.replace(
+            "path = [\"bottleneck\"]\n\n[[flow]]",
+            "path = [\"bottleneck\"]\naccess_delay_ms = 2\n\n[[flow]]",
+        ))
+        .unwrap_err();
         assert!(error.starts_with("flow[0].access_delay_ms = 2 is not supported"), "{error}");
-        let error = TestbedScenario::from_toml(&CROSS.replace("transport = \"tcp\"", "transport = \"sctp\"")).unwrap_err();
+        let error =
+            TestbedScenario::from_toml(&CROSS.replace("transport = \"tcp\"", "transport = \"sctp\"")).unwrap_err();
         assert_eq!(error, "flow[1].transport = \"sctp\" is not a transport (accepted: \"quic\", \"tcp\")");
         let error = TestbedScenario::from_toml(&CROSS.replace("[[8, 9.5]]", "[8]")).unwrap_err();
         assert!(error.starts_with("link[0].blackhole:"), "{error}");

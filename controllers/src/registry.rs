@@ -1,0 +1,346 @@
+//! The registry: every algorithm of the spec language, the one place that
+//! names them all, with what each supports as data.
+//!
+//! Adding a controller is its own module plus one entry in [`ALGORITHMS`]
+//! (see CONTRIBUTING.md). Hosts never list algorithms: the lab's and the
+//! testbed's experiments take [`weighted`] and [`standard`], the server's
+//! policy asks [`Algorithm::reweightable`], quiche's name registry takes
+//! every entry, and the shared property tests below drive every entry's
+//! [`Algorithm::example`].
+//!
+//! | name | weights | at run time | delivery | keys |
+//! |---|---|---|---|---|
+//! | `reno` | - | - | window | none (quiche's built-in in quiche) |
+//! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `a`, `b` ([`crate::multcp`]) |
+//! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
+//! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
+//! | `pa-multcp` | (0, 256], [0.01, 256] with `probe=cubic` | yes | window | `n`, `assign`, `probe` ([`crate::pa_multcp`]) |
+//! | `mulcubic` | [0.01, 256] | yes | window | `n` ([`crate::mulcubic`]) |
+//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi` ([`crate::multfrc`]) |
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use crate::ctcp::CtcpConfig;
+use crate::cubic::CubicConfig;
+use crate::equations::CUBIC_WEIGHT;
+use crate::grammar::Args;
+use crate::grammar::Range;
+use crate::grammar::SpecError;
+use crate::mcompound::McompoundConfig;
+use crate::mulcubic::MulCubicConfig;
+use crate::multcp::MulTcpConfig;
+use crate::multfrc::MulTfrcConfig;
+use crate::pa_multcp::PaMulTcpConfig;
+use crate::reno::RenoConfig;
+use crate::spec::Algorithm;
+use crate::spec::AlgorithmConfig;
+use crate::spec::Delivery;
+use crate::spec::Spec;
+use crate::spec::Standard;
+
+/// Reads the keys of algorithm `C` for its registry entry.
+fn parse<C: AlgorithmConfig>(args: &mut Args) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
+    Ok(Arc::new(C::from_args(args)?))
+}
+
+/// Every algorithm, in the order listings and experiments show them.
+pub static ALGORITHMS: &[Algorithm] = &[
+    Algorithm {
+        name: "reno",
+        summary: "NewReno, RFC 9002 (quiche's built-in in quiche; reference implementation elsewhere)",
+        weights: None,
+        reweightable: false,
+        delivery: Delivery::Window,
+        standard: Some(Standard::Reno),
+        grouped: false,
+        example: "reno",
+        parse: parse::<RenoConfig>,
+    },
+    Algorithm {
+        name: "cubic",
+        summary: "CUBIC, RFC 9438 (quiche's built-in in quiche; reference implementation elsewhere)",
+        weights: None,
+        reweightable: false,
+        delivery: Delivery::Window,
+        standard: Some(Standard::Cubic),
+        grouped: false,
+        example: "cubic",
+        parse: parse::<CubicConfig>,
+    },
+    Algorithm {
+        name: "multcp",
+        summary: "MulTCP(N): AIMD(N, 1/2N) and its eq. (5) family (paper 000 section 3.1, paper 001)",
+        weights: Some(Range::WEIGHT),
+        reweightable: true,
+        delivery: Delivery::Window,
+        standard: None,
+        grouped: false,
+        example: "multcp:n=4,a=2",
+        parse: parse::<MulTcpConfig>,
+    },
+    Algorithm {
+        name: "ctcp",
+        summary: "Compound TCP: loss window + delay window (paper 003 section III-A)",
+        weights: None,
+        reweightable: false,
+        delivery: Delivery::Window,
+        standard: None,
+        grouped: false,
+        example: "ctcp:gamma=5,beta=0.3",
+        parse: parse::<CtcpConfig>,
+    },
+    Algorithm {
+        name: "mcompound",
+        summary: "MCompound: Compound TCP subflows coupled in a group (paper 003 section III-B)",
+        weights: None,
+        reweightable: false,
+        delivery: Delivery::Window,
+        standard: None,
+        grouped: true,
+        example: "mcompound:group=registry-example,gamma=20",
+        parse: parse::<McompoundConfig>,
+    },
+    Algorithm {
+        name: "pa-multcp",
+        summary: "PA-MulTCP(N): probe loop + capped adjusting loop (paper 000 section 4)",
+        weights: Some(Range::WEIGHT),
+        reweightable: true,
+        delivery: Delivery::Window,
+        standard: None,
+        grouped: false,
+        example: "pa-multcp:n=4,assign=interleave,probe=cubic",
+        parse: parse::<PaMulTcpConfig>,
+    },
+    Algorithm {
+        name: "mulcubic",
+        summary: "MulCUBIC(N): one CUBIC window worth N CUBIC flows (derived from RFC 9438)",
+        weights: Some(CUBIC_WEIGHT),
+        reweightable: true,
+        delivery: Delivery::Window,
+        standard: None,
+        grouped: false,
+        example: "mulcubic:n=4",
+        parse: parse::<MulCubicConfig>,
+    },
+    Algorithm {
+        name: "multfrc",
+        summary: "MulTFRC(n): TFRC with the n-flow throughput equation, a paced rate (paper 004)",
+        weights: Some(Range::WEIGHT),
+        reweightable: true,
+        delivery: Delivery::Rate,
+        standard: None,
+        grouped: false,
+        example: "multfrc:n=4,b=2,t_mbi=1",
+        parse: parse::<MulTfrcConfig>,
+    },
+];
+
+/// The algorithm called `name`.
+pub fn find(name: &str) -> Option<&'static Algorithm> {
+    ALGORITHMS.iter().find(|algorithm| algorithm.name == name)
+}
+
+/// The names of every algorithm, for messages.
+pub fn names() -> Vec<&'static str> {
+    ALGORITHMS.iter().map(|algorithm| algorithm.name).collect()
+}
+
+/// The weighted algorithms, in registry order.
+pub fn weighted() -> impl Iterator<Item = &'static Algorithm> {
+    ALGORITHMS.iter().filter(|algorithm| algorithm.is_weighted())
+}
+
+/// The standard algorithms (`reno`, `cubic`), in registry order.
+pub fn standard() -> impl Iterator<Item = &'static Algorithm> {
+    ALGORITHMS.iter().filter(|algorithm| algorithm.standard.is_some())
+}
+
+impl FromStr for Spec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<Spec, SpecError> {
+        let parse = || {
+            let mut args = Args::parse(text)?;
+            let Some(algorithm) = find(args.algorithm()) else {
+                return Err(SpecError::new(
+                    args.algorithm(),
+                    "name",
+                    format!("is not a known algorithm (accepted: {})", names().join(", ")),
+                ));
+            };
+            let config = (algorithm.parse)(&mut args)?;
+            args.finish()?;
+            Ok(Spec::new(algorithm, config))
+        };
+        parse().map_err(|e: SpecError| e.in_spec(text))
+    }
+}
+
+impl Spec {
+    /// The spec of a standard algorithm, without parameters.
+    pub fn of_standard(standard: Standard) -> Spec {
+        let algorithm = ALGORITHMS
+            .iter()
+            .find(|algorithm| algorithm.standard == Some(standard))
+            .expect("the registry lists every standard algorithm");
+        let config = (algorithm.parse)(&mut Args::parse(algorithm.name).expect("a registered name parses"))
+            .expect("standard algorithms take no keys");
+        Spec::new(algorithm, config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::testing;
+    use crate::testing::Host;
+
+    fn error(text: &str) -> String {
+        text.parse::<Spec>().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn standard_names_parse_without_parameters() {
+        assert_eq!("reno".parse::<Spec>(), Ok(Spec::of_standard(Standard::Reno)));
+        assert_eq!("cubic".parse::<Spec>().unwrap().standard(), Some(Standard::Cubic));
+        assert!(error("cubic:n=2").contains("n is not a known key (accepted: none)"));
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_accepted_range() {
+        assert_eq!(
+            error("multcp:n=-1"),
+            "invalid controller spec \"multcp:n=-1\": multcp: n = -1 is out of range; accepted range (0, 256]"
+        );
+        assert!(error("multcp:n=0").contains("n = 0 is out of range; accepted range (0, 256]"));
+        assert!(error("multcp:n=257").contains("accepted range (0, 256]"));
+        assert!(error("multcp:n=NaN").contains("n = NaN is out of range"));
+        assert!(error("multcp:n=inf").contains("n = inf is out of range"));
+        assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
+        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, a, b)"));
+        assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
+        assert!(error("multcp:n").contains("has no value"));
+        assert!(error("bbr9").contains("algorithm \"bbr9\" is not a known algorithm"));
+        assert!(error("").contains("is missing (a spec looks like multcp:n=4)"));
+    }
+
+    #[test]
+    fn every_error_is_one_line() {
+        for bad in ["multcp:n=-1", "multcp:a=1,b=0.9,n=2", "nope", "multcp:x", ":n=1", "multcp:n=1,,"] {
+            let message = error(bad);
+            assert!(!message.contains('\n'), "{message}");
+        }
+    }
+
+    #[test]
+    fn canonical_form_parses_back_to_the_same_spec() {
+        let examples = ALGORITHMS.iter().map(|algorithm| algorithm.example);
+        for text in ["multcp:n=4", "multcp:n=0.5", "multcp:n=3,b=0.1"].into_iter().chain(examples) {
+            let spec: Spec = text.parse().unwrap();
+            let again: Spec = spec.to_string().parse().unwrap();
+            assert_eq!(spec, again, "{text} -> {spec}");
+        }
+    }
+
+    #[test]
+    fn whitespace_around_names_keys_and_values_is_ignored() {
+        assert_eq!("multcp: n = 4 ".parse::<Spec>(), "multcp:n=4".parse::<Spec>());
+    }
+
+    #[test]
+    fn names_are_unique_and_examples_are_their_own() {
+        for (index, algorithm) in ALGORITHMS.iter().enumerate() {
+            assert!(ALGORITHMS[..index].iter().all(|earlier| earlier.name != algorithm.name), "{}", algorithm.name);
+            let example: Spec = algorithm.example.parse().unwrap();
+            assert_eq!(example.name(), algorithm.name);
+        }
+    }
+
+    #[test]
+    fn the_data_says_what_the_controllers_do() {
+        // Weight, run-time reweighting and delivery are data that hosts act
+        // on without building a controller; they must match the controllers.
+        for algorithm in ALGORITHMS {
+            let spec: Spec = algorithm.example.parse().unwrap();
+            let mut controller = spec.build(&testing::params());
+            let snapshot = controller.snapshot();
+            assert_eq!(snapshot.algorithm, algorithm.name);
+            assert_eq!(snapshot.weight.is_some(), algorithm.is_weighted(), "{}", algorithm.name);
+            assert_eq!(controller.set_weight(2.0).is_ok(), algorithm.reweightable, "{}", algorithm.name);
+            assert_eq!(spec.reweighted(2.0).is_ok(), algorithm.is_weighted(), "{}", algorithm.name);
+            if let Some(weights) = algorithm.weights {
+                assert_eq!(spec.reweighted(weights.max).map(|spec| spec.weight()), Ok(weights.max));
+                assert!(spec.reweighted(weights.max * 2.0).is_err());
+            } else {
+                assert_eq!(spec.weight(), 1.0);
+            }
+        }
+        assert_eq!(
+            weighted().map(|algorithm| algorithm.name).collect::<Vec<_>>(),
+            ["multcp", "pa-multcp", "mulcubic", "multfrc"]
+        );
+        assert_eq!(standard().map(|algorithm| algorithm.name).collect::<Vec<_>>(), ["reno", "cubic"]);
+    }
+
+    #[test]
+    fn reweighting_keeps_every_other_choice() {
+        let spec: Spec = "pa-multcp:n=4,assign=interleave,probe=cubic".parse().unwrap();
+        assert_eq!(spec.reweighted(0.5).unwrap().to_string(), "pa-multcp:n=0.5,assign=interleave,probe=cubic");
+        let spec: Spec = "multcp:a=2".parse().unwrap();
+        assert_eq!(spec.reweighted(4.0).unwrap(), "multcp:n=4,a=2".parse().unwrap());
+        assert!(Spec::of_standard(Standard::Cubic)
+            .reweighted(2.0)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot be changed"));
+    }
+
+    /// A registered algorithm's example or, for weighted ones, the example
+    /// at a random weight within its range.
+    fn registered_spec() -> impl Strategy<Value = Spec> {
+        (0..ALGORITHMS.len(), 0.0f64..1.0).prop_map(|(index, fraction)| {
+            let algorithm = &ALGORITHMS[index];
+            let spec: Spec = algorithm.example.parse().unwrap();
+            match algorithm.weights {
+                Some(range) if fraction < 0.5 => {
+                    // Spread over the range on a log scale, ends excluded.
+                    let low = range.min.max(0.001).ln();
+                    let n = (low + (range.max.ln() - low) * (0.01 + 1.96 * fraction)).exp();
+                    spec.reweighted(n.min(range.max)).unwrap_or(spec)
+                }
+                _ => spec,
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4_000))]
+
+        /// Every registered controller, driven by random host calls,
+        /// neither panics nor produces a window or rate that is not a
+        /// positive finite number, and keeps at least two packets of window.
+        #[test]
+        fn every_registered_controller_stays_sane_under_random_events(
+            spec in registered_spec(),
+            ops in prop::collection::vec(testing::op(), 1..60),
+        ) {
+            let mut host = Host::new(spec.build(&testing::params()));
+            for op in &ops {
+                host.apply(op);
+                let snapshot = host.controller.snapshot();
+                prop_assert!(snapshot.congestion_window >= 2 * host.mss, "{spec} after {op:?}: {snapshot:?}");
+                prop_assert!(snapshot.congestion_window < usize::MAX / 2, "{spec} after {op:?}: {snapshot:?}");
+                if let Some(rate) = host.controller.pacing_rate() {
+                    prop_assert!(rate > 0, "{spec} after {op:?}: {snapshot:?}");
+                }
+                for (name, value) in &snapshot.state {
+                    prop_assert!(value.is_finite(), "{spec} after {op:?}: {name} = {value:?}");
+                }
+            }
+        }
+    }
+}
