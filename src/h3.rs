@@ -2,19 +2,17 @@
 //! of the HTTP/3 endpoints in `interop/` (crate `flowshare-interop`).
 
 use std::net::SocketAddr;
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::Duration;
-use std::time::Instant;
 
 use flowshare_controllers::Spec;
 use flowshare_interop::client;
 use flowshare_interop::client::ClientConfig;
-use flowshare_interop::client::Plan;
+use flowshare_interop::client::Fetch;
 use flowshare_interop::client::RequestReport;
-use flowshare_interop::client::Sink;
+use flowshare_interop::client::Schedule;
+use flowshare_interop::endpoint::EndpointOptions;
 use flowshare_interop::http::Protocol;
-use flowshare_interop::http::Url;
 use flowshare_interop::loadtest;
 use flowshare_interop::loadtest::LoadConfig;
 use flowshare_interop::loadtest::MixEntry;
@@ -22,17 +20,10 @@ use flowshare_interop::log;
 use flowshare_interop::log::Level;
 use flowshare_interop::policy::Overrides;
 use flowshare_interop::policy::PolicySource;
-use flowshare_interop::policy::WEIGHT_HEADER;
 use flowshare_interop::server::Server;
 use flowshare_interop::server::ServerConfig;
 
 use crate::units;
-
-/// `$QLOGDIR` and `$SSLKEYLOGFILE` as the interop runner and quiche's
-/// applications use them, when the option is not given.
-fn from_env(option: Option<PathBuf>, variable: &str) -> Option<PathBuf> {
-    option.or_else(|| std::env::var_os(variable).filter(|value| !value.is_empty()).map(PathBuf::from))
-}
 
 #[derive(clap::Args)]
 pub struct CertArgs {
@@ -111,11 +102,14 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             file: args.policy,
             overrides: Overrides { default_cc: args.cc, max_weight: args.max_weight },
         },
-        stats: args.stats,
-        qlog_dir: from_env(args.qlog_dir, "QLOGDIR"),
-        keylog: from_env(args.keylog, "SSLKEYLOGFILE"),
+        endpoint: EndpointOptions {
+            qlog_dir: args.qlog_dir,
+            keylog: args.keylog,
+            stats: args.stats,
+            idle_timeout: args.idle_timeout,
+        }
+        .with_environment(),
         upload_dir: args.upload_dir,
-        idle_timeout: args.idle_timeout,
         max_streams: args.max_streams,
     };
     let mut server = Server::bind(config).map_err(|e| e.to_string())?;
@@ -202,86 +196,38 @@ pub struct GetArgs {
 pub fn get(args: GetArgs) -> Result<(), String> {
     log::init(args.log_level, "client");
     let cc: Spec = args.cc.parse().map_err(|e| format!("--cc: {e}"))?;
-    let urls = args.urls.iter().map(|url| Url::parse(url)).collect::<Result<Vec<_>, _>>()?;
-    let first = &urls[0];
-    if let Some(other) = urls.iter().find(|url| url.authority() != first.authority()) {
-        return Err(format!("all URLs must name the same server: {first} and {other}"));
-    }
-    if args.upload.is_some() && args.alpn != Protocol::H3 {
-        return Err("--upload needs --alpn h3 (hq-interop has no uploads)".into());
-    }
-    if args.upload.is_none() && args.out.is_none() {
-        return Err("--out DIR is required for downloads".into());
-    }
-    let server = match args.connect {
-        Some(address) => address,
-        None => (first.host.as_str(), first.port)
-            .to_socket_addrs()
-            .map_err(|e| format!("resolving {}: {e}", first.host))?
-            .next()
-            .ok_or_else(|| format!("{} has no address", first.host))?,
+    let fetch = Fetch {
+        urls: args.urls,
+        out: args.out,
+        upload: args.upload,
+        protocol: args.alpn,
+        connections: args.connections as usize,
+        connection_per_url: args.connection_per_url,
+        bind: args.bind,
+        connect: args.connect,
+        sni: args.sni,
+        weight: args.weight,
+        headers: args.headers,
     };
-    let mut headers = Vec::new();
-    if let Some(weight) = args.weight {
-        if !(weight > 0.0 && weight.is_finite()) {
-            return Err(format!("--weight {weight}: must be a positive number"));
-        }
-        headers.push((WEIGHT_HEADER.to_string(), weight.to_string()));
-    }
-    for header in &args.headers {
-        let (name, value) = header.split_once(':').ok_or_else(|| format!("--header {header:?}: write name: value"))?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    if let Some(out) = &args.out {
-        std::fs::create_dir_all(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    }
+    let Schedule { authority, batches, headers, requests } = fetch.prepare()?;
     let config = ClientConfig {
         protocol: args.alpn,
         cc,
         insecure: args.insecure,
         ca: args.ca,
-        qlog_dir: from_env(args.qlog_dir, "QLOGDIR"),
-        keylog: from_env(args.keylog, "SSLKEYLOGFILE"),
-        stats: args.stats,
-        idle_timeout: args.idle_timeout,
+        endpoint: EndpointOptions {
+            qlog_dir: args.qlog_dir,
+            keylog: args.keylog,
+            stats: args.stats,
+            idle_timeout: args.idle_timeout,
+        }
+        .with_environment(),
         time_limit: args.timeout,
         headers,
     };
-    let mut requests = Vec::with_capacity(urls.len());
-    for url in &urls {
-        let sink = match &args.out {
-            Some(out) if args.upload.is_none() => Sink::File(out.join(url.file_name()?)),
-            _ => Sink::Discard,
-        };
-        requests.push(client::Request { path: url.path.clone(), sink, upload: args.upload.clone() });
-    }
-    let server_name = args.sni.clone().or_else(|| first.server_name().map(str::to_string));
-    let local_default: SocketAddr =
-        if server.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
-    let local = |index: usize| if args.bind.is_empty() { local_default } else { args.bind[index % args.bind.len()] };
-    let plan = |index: usize, requests: Vec<client::Request>| Plan {
-        local: local(index),
-        server,
-        server_name: server_name.clone(),
-        authority: first.authority(),
-        requests,
-    };
-    let batches: Vec<Vec<Plan>> = if args.connection_per_url {
-        requests.into_iter().enumerate().map(|(index, request)| vec![plan(index, vec![request])]).collect()
-    } else {
-        let connections = (args.connections as usize).min(requests.len()).max(1);
-        let mut per_connection: Vec<Vec<client::Request>> = vec![Vec::new(); connections];
-        for (index, request) in requests.into_iter().enumerate() {
-            per_connection[index % connections].push(request);
-        }
-        vec![per_connection.into_iter().enumerate().map(|(index, requests)| plan(index, requests)).collect()]
-    };
-
-    let started = Instant::now();
-    let (mut total_bytes, mut failures, mut connections) = (0u64, 0usize, 0usize);
     let print = |report: &RequestReport| {
         let verb = if report.upload { "PUT" } else { "GET" };
-        let url = format!("https://{}{}", first.authority(), report.path);
+        let url = format!("https://{authority}{}", report.path);
         match &report.error {
             None => println!(
                 "{verb} {url}: {} bytes in {:.3} s, {:.2} Mbit/s",
@@ -292,27 +238,19 @@ pub fn get(args: GetArgs) -> Result<(), String> {
             Some(error) => println!("{verb} {url}: failed: {error}"),
         }
     };
-    for plans in batches {
-        connections += plans.len();
-        for report in client::run(&config, plans, print)? {
-            for request in &report.requests {
-                total_bytes += request.bytes;
-                failures += usize::from(request.error.is_some());
-            }
-        }
-    }
-    let elapsed = started.elapsed().as_secs_f64();
+    let totals = client::run_batches(&config, batches, print)?;
+    let elapsed = totals.elapsed.as_secs_f64();
     println!(
         "total: {} of {} requests, {} bytes in {:.3} s, {:.2} Mbit/s over {} connection(s)",
-        urls.len() - failures,
-        urls.len(),
-        total_bytes,
+        requests - totals.failures,
+        requests,
+        totals.bytes,
         elapsed,
-        total_bytes as f64 * 8.0 / elapsed.max(1e-9) / 1e6,
-        connections
+        totals.bytes as f64 * 8.0 / elapsed.max(1e-9) / 1e6,
+        totals.connections
     );
-    if failures > 0 {
-        return Err(format!("{failures} of {} requests failed", urls.len()));
+    if totals.failures > 0 {
+        return Err(format!("{} of {requests} requests failed", totals.failures));
     }
     Ok(())
 }

@@ -9,6 +9,10 @@ use std::path::Component;
 use std::path::Path;
 use std::path::PathBuf;
 
+/// `H3_INTERNAL_ERROR` (RFC 9114, section 8.1), with which an endpoint
+/// abandons an HTTP/3 stream or connection.
+pub const H3_INTERNAL_ERROR: u64 = 0x102;
+
 /// The application protocols both endpoints speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {

@@ -5,7 +5,6 @@ use std::io;
 use std::net::SocketAddr;
 
 use mio::net::UdpSocket;
-use ring::rand::SecureRandom;
 
 pub use flowshare_quic::pacing::MAX_DATAGRAM_SIZE;
 
@@ -29,11 +28,4 @@ pub fn bind(address: SocketAddr) -> io::Result<UdpSocket> {
     socket.bind(&address.into())?;
     socket.set_nonblocking(true)?;
     Ok(UdpSocket::from_std(socket.into()))
-}
-
-/// A fresh random connection ID of quiche's maximum length.
-pub fn random_connection_id() -> io::Result<quiche::ConnectionId<'static>> {
-    let mut id = [0u8; quiche::MAX_CONN_ID_LEN];
-    ring::rand::SystemRandom::new().fill(&mut id).map_err(|_| io::Error::other("no randomness for a connection ID"))?;
-    Ok(quiche::ConnectionId::from_vec(id.to_vec()))
 }

@@ -13,9 +13,11 @@
 //! * [`client`]: downloads and uploads over one or several connections;
 //! * [`loadtest`]: many concurrent connections against a server;
 //! * [`qlog`], [`stats`], [`log`]: what the endpoints report;
-//! * [`http`], [`io`]: what both endpoints share.
+//! * [`endpoint`], [`http`], [`io`]: what both endpoints share (transport
+//!   settings and reporting options, requests, sockets).
 
 pub mod client;
+pub mod endpoint;
 pub mod http;
 pub mod io;
 pub mod loadtest;

@@ -36,6 +36,7 @@ use crate::client;
 use crate::client::ClientConfig;
 use crate::client::Plan;
 use crate::client::Sink;
+use crate::endpoint::EndpointOptions;
 use crate::http::Protocol;
 
 /// Linux reports process CPU times in /proc in units of USER_HZ, which the
@@ -286,10 +287,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, String> {
         cc: Spec::of_standard(Standard::Cubic),
         insecure: true,
         ca: None,
-        qlog_dir: None,
-        keylog: None,
-        stats: false,
-        idle_timeout: Duration::from_secs(30),
+        endpoint: EndpointOptions { qlog_dir: None, keylog: None, stats: false, idle_timeout: Duration::from_secs(30) },
         time_limit: config.time_limit,
         headers: Vec::new(),
     };

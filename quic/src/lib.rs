@@ -28,3 +28,14 @@ pub use select::controller;
 pub use select::controller_mut;
 pub use select::factory;
 pub use select::register_with_quiche;
+
+/// A fresh random connection ID of quiche's maximum length, for the
+/// endpoints of the loopback transfer and of `flowshare-interop` alike.
+pub fn random_connection_id() -> std::io::Result<quiche::ConnectionId<'static>> {
+    use ring::rand::SecureRandom as _;
+    let mut id = [0u8; quiche::MAX_CONN_ID_LEN];
+    ring::rand::SystemRandom::new()
+        .fill(&mut id)
+        .map_err(|_| std::io::Error::other("no randomness for a connection ID"))?;
+    Ok(quiche::ConnectionId::from_vec(id.to_vec()))
+}

@@ -28,7 +28,6 @@ use mio::Events;
 use mio::Interest;
 use mio::Poll;
 use mio::Token;
-use ring::rand::SecureRandom;
 
 use crate::cert;
 use crate::cert::CertFiles;
@@ -272,14 +271,6 @@ fn base_config(receiver_cc: Option<&Spec>) -> Result<quiche::Config, TransferErr
     Ok(config)
 }
 
-fn connection_id() -> Result<quiche::ConnectionId<'static>, TransferError> {
-    let mut id = [0u8; quiche::MAX_CONN_ID_LEN];
-    ring::rand::SystemRandom::new()
-        .fill(&mut id)
-        .map_err(|_| TransferError::Io(io::Error::other("no randomness for a connection ID")))?;
-    Ok(quiche::ConnectionId::from_vec(id.to_vec()))
-}
-
 /// The byte at `offset` of the payload for `seed` (splitmix64 of the 8-byte
 /// block number, so any offset can be checked without the rest).
 fn payload_byte(seed: u64, offset: u64) -> u8 {
@@ -448,7 +439,7 @@ fn accept(
             if header.ty != quiche::Type::Initial {
                 continue;
             }
-            let scid = connection_id()?;
+            let scid = crate::random_connection_id()?;
             let mut conn =
                 quiche::accept(&scid, None, endpoint.local, from, config).map_err(quic("accept the connection"))?;
             let info = quiche::RecvInfo { from, to: endpoint.local };
@@ -493,7 +484,7 @@ fn receive(config: &TransferConfig, server: SocketAddr, deadline: Instant) -> Re
     let mut quiche_config = base_config(Some(&config.receiver))?;
     quiche_config.verify_peer(false);
     let mut endpoint = Endpoint::new(std::net::UdpSocket::bind(("127.0.0.1", 0))?)?;
-    let scid = connection_id()?;
+    let scid = crate::random_connection_id()?;
     let mut conn = quiche::connect(Some("localhost"), &scid, endpoint.local, server, &mut quiche_config)
         .map_err(quic("connect"))?;
 

@@ -46,9 +46,11 @@
 //! can carry `flowshare-weight: W` to ask for less than the policy gives
 //! it, never more (see [`crate::weight`]).
 
+mod condition;
+mod file;
+
 use std::fmt;
 use std::net::IpAddr;
-use std::ops::Range;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -56,8 +58,12 @@ use flowshare_controllers::grammar::MAX_WEIGHT;
 use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
 use flowshare_controllers::Standard;
-use serde::Deserialize;
-use toml::Spanned;
+
+use condition::canonical;
+use condition::Prefix;
+pub use condition::Request;
+use condition::RequestCondition;
+use condition::SniPattern;
 
 /// Responses at least this large count as bulk streams by default: large
 /// enough that a page's small objects do not inflate N, small enough that a
@@ -139,14 +145,6 @@ pub struct Hello<'a> {
     pub client: IpAddr,
 }
 
-/// A request, as far as upgrades look at it.
-pub trait Request {
-    /// The path, e.g. `/bulk/file.bin`.
-    fn path(&self) -> &str;
-    /// The value of header `name` (lowercase), if present.
-    fn header(&self, name: &str) -> Option<&str>;
-}
-
 /// A loaded, validated policy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Policy {
@@ -173,10 +171,12 @@ struct Upgrade {
     weight: f64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum RequestCondition {
-    PathPrefix(String),
-    Header { name: String, value: Option<String> },
+impl Assignment {
+    /// What a connection gets without a policy saying otherwise: quiche's
+    /// CUBIC.
+    fn quiche_default() -> Assignment {
+        Assignment { spec: Spec::of_standard(Standard::Cubic), mode: WeightMode::Fixed, weight_can_change: false }
+    }
 }
 
 impl Policy {
@@ -187,11 +187,7 @@ impl Policy {
             source: "command line".to_string(),
             max_weight: MAX_WEIGHT,
             bulk_min_bytes: DEFAULT_BULK_MIN_BYTES,
-            default: Assignment {
-                spec: Spec::of_standard(Standard::Cubic),
-                mode: WeightMode::Fixed,
-                weight_can_change: false,
-            },
+            default: Assignment::quiche_default(),
             rules: Vec::new(),
             upgrades: Vec::new(),
         };
@@ -208,176 +204,6 @@ impl Policy {
             reason: format!("cannot read: {e}"),
         })?;
         Policy::parse(&text, &source, overrides)
-    }
-
-    /// Parses a policy from `text`, naming it `source` in errors.
-    pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Policy, PolicyError> {
-        let at = |span: Range<usize>, reason: String| PolicyError {
-            source: source.to_string(),
-            line: Some(line_of(text, span.start)),
-            reason,
-        };
-        let file: PolicyFile = toml::from_str(text).map_err(|e| PolicyError {
-            source: source.to_string(),
-            line: e.span().map(|span| line_of(text, span.start)),
-            reason: one_line(e.message()),
-        })?;
-
-        let max_weight = match &file.max_weight {
-            None => MAX_WEIGHT,
-            Some(value) => {
-                let weight = *value.get_ref();
-                if !(weight > 0.0 && weight <= MAX_WEIGHT) {
-                    return Err(at(
-                        value.span(),
-                        format!("max_weight = {weight} is out of range; accepted range (0, {MAX_WEIGHT}]"),
-                    ));
-                }
-                weight
-            }
-        };
-        let bulk_min_bytes = match &file.bulk_min_bytes {
-            None => DEFAULT_BULK_MIN_BYTES,
-            Some(value) => u64::try_from(*value.get_ref()).map_err(|_| {
-                at(
-                    value.span(),
-                    format!("bulk_min_bytes = {} is out of range; accepted range [0, 2^63)", value.get_ref()),
-                )
-            })?,
-        };
-        let assignment = |table: &AssignmentFile, what: &str| -> Result<Assignment, PolicyError> {
-            let spec: Spec = table.cc.get_ref().parse().map_err(|e| at(table.cc.span(), format!("{what}: {e}")))?;
-            check_weight_cap(spec.weight(), max_weight)
-                .map_err(|reason| at(table.cc.span(), format!("{what}: cc {:?} {reason}", table.cc.get_ref())))?;
-            let weight_can_change = weight_can_change(&spec);
-            let mode = match &table.weight {
-                None => WeightMode::Fixed,
-                Some(mode) if mode.get_ref() == "streams" => {
-                    if !weight_can_change {
-                        return Err(at(
-                            mode.span(),
-                            format!(
-                                "{what}: weight = \"streams\" needs a controller whose weight can change \
-                                 ({}), not {}",
-                                reweightable_names().join(", "),
-                                spec.name()
-                            ),
-                        ));
-                    }
-                    WeightMode::Streams
-                }
-                Some(mode) => {
-                    return Err(at(
-                        mode.span(),
-                        format!("{what}: weight = {:?} is not a weight mode (accepted: \"streams\")", mode.get_ref()),
-                    ))
-                }
-            };
-            Ok(Assignment { spec, mode, weight_can_change })
-        };
-
-        let default = match &file.default {
-            Some(table) => assignment(table.get_ref(), "default")?,
-            None => Assignment {
-                spec: Spec::of_standard(Standard::Cubic),
-                mode: WeightMode::Fixed,
-                weight_can_change: false,
-            },
-        };
-
-        let mut rules = Vec::with_capacity(file.rule.len());
-        for (index, rule) in file.rule.iter().enumerate() {
-            let what = format!("rule {}", index + 1);
-            let line = line_of(text, rule.span().start);
-            let rule = rule.get_ref();
-            let sni = rule
-                .sni
-                .as_ref()
-                .map(|sni| {
-                    SniPattern::parse(sni.get_ref()).map_err(|reason| at(sni.span(), format!("{what}: sni {reason}")))
-                })
-                .transpose()?;
-            let alpn = rule
-                .alpn
-                .as_ref()
-                .map(|alpn| {
-                    let name = alpn.get_ref();
-                    if name.is_empty() || name.len() > 255 {
-                        Err(at(alpn.span(), format!("{what}: alpn {name:?} must be 1 to 255 bytes")))
-                    } else {
-                        Ok(name.clone())
-                    }
-                })
-                .transpose()?;
-            let client = rule
-                .client
-                .as_ref()
-                .map(|client| {
-                    Prefix::parse(client.get_ref())
-                        .map_err(|reason| at(client.span(), format!("{what}: client {reason}")))
-                })
-                .transpose()?;
-            if sni.is_none() && alpn.is_none() && client.is_none() {
-                return Err(at(
-                    rule.cc.span(),
-                    format!("{what} has no condition (sni, alpn or client); put a fallback in [default]"),
-                ));
-            }
-            let assignment = assignment(&rule.assignment(), &what)?;
-            rules.push(Rule { line, sni, alpn, client, assignment });
-        }
-
-        let mut upgrades = Vec::with_capacity(file.upgrade.len());
-        for (index, upgrade) in file.upgrade.iter().enumerate() {
-            let what = format!("upgrade {}", index + 1);
-            let span = upgrade.span();
-            let upgrade = upgrade.get_ref();
-            let condition = match (&upgrade.path_prefix, &upgrade.header) {
-                (Some(prefix), None) => {
-                    if upgrade.value.is_some() {
-                        return Err(at(span, format!("{what}: value goes with header, not with path_prefix")));
-                    }
-                    if !prefix.get_ref().starts_with('/') {
-                        return Err(at(
-                            prefix.span(),
-                            format!("{what}: path_prefix {:?} must start with '/'", prefix.get_ref()),
-                        ));
-                    }
-                    RequestCondition::PathPrefix(prefix.get_ref().clone())
-                }
-                (None, Some(header)) => {
-                    let name = header.get_ref();
-                    if name.is_empty() || !name.bytes().all(is_token_byte) {
-                        return Err(at(header.span(), format!("{what}: header {name:?} is not a header name")));
-                    }
-                    if name.eq_ignore_ascii_case(WEIGHT_HEADER) {
-                        return Err(at(
-                            header.span(),
-                            format!("{what}: header {WEIGHT_HEADER} is the client's own request for a lower weight"),
-                        ));
-                    }
-                    RequestCondition::Header {
-                        name: name.to_ascii_lowercase(),
-                        value: upgrade.value.as_ref().map(|value| value.get_ref().clone()),
-                    }
-                }
-                _ => return Err(at(span, format!("{what} needs exactly one of path_prefix and header"))),
-            };
-            let weight = *upgrade.weight.get_ref();
-            if weight.is_nan() || weight <= 0.0 {
-                return Err(at(
-                    upgrade.weight.span(),
-                    format!("{what}: weight = {weight} is out of range; accepted range (0, {max_weight}]"),
-                ));
-            }
-            check_weight_cap(weight, max_weight)
-                .map_err(|reason| at(upgrade.weight.span(), format!("{what}: weight = {weight} {reason}")))?;
-            upgrades.push(Upgrade { condition, weight });
-        }
-
-        let mut policy = Policy { source: source.to_string(), max_weight, bulk_min_bytes, default, rules, upgrades };
-        policy.apply(overrides)?;
-        Ok(policy)
     }
 
     /// Applies the command line's settings, checking them against the file.
@@ -458,19 +284,6 @@ impl Policy {
     }
 }
 
-impl RequestCondition {
-    fn matches(&self, request: &impl Request) -> bool {
-        match self {
-            RequestCondition::PathPrefix(prefix) => request.path().starts_with(prefix.as_str()),
-            RequestCondition::Header { name, value } => match (request.header(name), value) {
-                (Some(_), None) => true,
-                (Some(actual), Some(expected)) => actual == expected,
-                (None, _) => false,
-            },
-        }
-    }
-}
-
 /// Whether the controller of `spec` accepts weight changes while the
 /// connection runs, as the controllers' registry says.
 pub fn weight_can_change(spec: &Spec) -> bool {
@@ -488,155 +301,6 @@ fn check_weight_cap(weight: f64, cap: f64) -> Result<(), String> {
     } else {
         Ok(())
     }
-}
-
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
-}
-
-fn one_line(message: &str) -> String {
-    message.trim().split('\n').map(str::trim).collect::<Vec<_>>().join("; ")
-}
-
-/// IPv4-mapped IPv6 addresses (a dual-stack socket's view of IPv4 clients)
-/// match IPv4 prefixes.
-fn canonical(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
-        v4 => v4,
-    }
-}
-
-/// A server name pattern: `example.com`, or `*.example.com` for any name
-/// below it. Case-insensitive.
-#[derive(Clone, Debug, PartialEq)]
-struct SniPattern {
-    /// Lowercase name, without the `*.` of a wildcard.
-    name: String,
-    wildcard: bool,
-}
-
-impl SniPattern {
-    fn parse(text: &str) -> Result<SniPattern, String> {
-        let (wildcard, name) = match text.strip_prefix("*.") {
-            Some(rest) => (true, rest),
-            None => (false, text),
-        };
-        let valid = !name.is_empty()
-            && name.len() <= 253
-            && name.split('.').all(|label| {
-                !label.is_empty()
-                    && label.len() <= 63
-                    && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            });
-        if !valid {
-            return Err(format!("{text:?} is not a server name (write name.example or *.example)"));
-        }
-        Ok(SniPattern { name: name.to_ascii_lowercase(), wildcard })
-    }
-
-    fn matches(&self, sni: &str) -> bool {
-        let sni = sni.trim_end_matches('.');
-        if self.wildcard {
-            sni.len() > self.name.len() + 1
-                && sni.as_bytes()[sni.len() - self.name.len() - 1] == b'.'
-                && sni[sni.len() - self.name.len()..].eq_ignore_ascii_case(&self.name)
-        } else {
-            sni.eq_ignore_ascii_case(&self.name)
-        }
-    }
-}
-
-/// An address prefix, `10.0.0.0/8` or `2001:db8::/32`; a bare address is a
-/// prefix of full length.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Prefix {
-    network: IpAddr,
-    length: u8,
-}
-
-impl Prefix {
-    fn parse(text: &str) -> Result<Prefix, String> {
-        let bad = || format!("{text:?} is not an address prefix (write 10.0.0.0/8, 2001:db8::/32 or an address)");
-        let (address, length) = match text.split_once('/') {
-            Some((address, length)) => (address, Some(length)),
-            None => (text, None),
-        };
-        let network: IpAddr = address.trim().parse().map_err(|_| bad())?;
-        let network = canonical(network);
-        let bits = if network.is_ipv4() { 32 } else { 128 };
-        let length = match length {
-            None => bits,
-            Some(length) => match length.trim().parse::<u8>() {
-                Ok(length) if length <= bits => length,
-                _ => return Err(format!("{text:?}: prefix length must be 0 to {bits}")),
-            },
-        };
-        Ok(Prefix { network, length })
-    }
-
-    fn contains(&self, address: IpAddr) -> bool {
-        match (self.network, address) {
-            (IpAddr::V4(network), IpAddr::V4(address)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.length)).unwrap_or(0);
-                u32::from(network) & mask == u32::from(address) & mask
-            }
-            (IpAddr::V6(network), IpAddr::V6(address)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.length)).unwrap_or(0);
-                u128::from(network) & mask == u128::from(address) & mask
-            }
-            _ => false,
-        }
-    }
-}
-
-/// The file as written, with the position of every value for errors.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PolicyFile {
-    max_weight: Option<Spanned<f64>>,
-    bulk_min_bytes: Option<Spanned<i64>>,
-    default: Option<Spanned<AssignmentFile>>,
-    #[serde(default)]
-    rule: Vec<Spanned<RuleFile>>,
-    #[serde(default)]
-    upgrade: Vec<Spanned<UpgradeFile>>,
-}
-
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AssignmentFile {
-    cc: Spanned<String>,
-    weight: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleFile {
-    sni: Option<Spanned<String>>,
-    alpn: Option<Spanned<String>>,
-    client: Option<Spanned<String>>,
-    cc: Spanned<String>,
-    weight: Option<Spanned<String>>,
-}
-
-impl RuleFile {
-    fn assignment(&self) -> AssignmentFile {
-        AssignmentFile { cc: self.cc.clone(), weight: self.weight.clone() }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UpgradeFile {
-    path_prefix: Option<Spanned<String>>,
-    header: Option<Spanned<String>>,
-    value: Option<Spanned<String>>,
-    weight: Spanned<f64>,
 }
 
 /// Where the policy of a server comes from, for reloads.
@@ -787,18 +451,6 @@ weight = 0.25
             error.contains("multcp:n=4\" asks for weight 4, above the cap max_weight = 2 (--max-weight)"),
             "{error}"
         );
-    }
-
-    #[test]
-    fn prefixes_compare_only_their_leading_bits() {
-        let prefix = Prefix::parse("10.1.0.0/16").unwrap();
-        assert!(prefix.contains("10.1.255.255".parse().unwrap()));
-        assert!(!prefix.contains("10.2.0.0".parse().unwrap()));
-        assert!(Prefix::parse("0.0.0.0/0").unwrap().contains("192.0.2.1".parse().unwrap()));
-        let v6 = Prefix::parse("2001:db8::/32").unwrap();
-        assert!(v6.contains("2001:db8:1::1".parse().unwrap()));
-        assert!(!v6.contains("10.1.0.1".parse().unwrap()));
-        assert!(Prefix::parse("::1").unwrap().contains("::1".parse().unwrap()));
     }
 
     #[test]

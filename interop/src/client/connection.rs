@@ -1,105 +1,35 @@
-//! `flowshare get`: downloads (and uploads) over HTTP/3 or hq-interop, over
-//! one connection or several.
-//!
-//! Each [`Plan`] is one connection from its own UDP socket, so that the
-//! connections of an MCompound group (`--cc mcompound:group=ID`) can be
-//! bound to different local addresses and take different paths. A
-//! connection sends all its requests at once, as far as the server's stream
-//! limit allows, and closes when every response is complete. The client's
-//! controller matters for uploads, where the client is the sender: every
-//! packet leaves when quiche's pacer says, as on the server.
+//! One client connection: its requests (downloads and uploads) over
+//! HTTP/3 or hq-interop, and what it reports about them.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::fs::OpenOptions;
 use std::io;
 use std::io::BufWriter;
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 use std::time::Instant;
 
-use flowshare_controllers::Spec;
-use mio::Events;
 use mio::Interest;
 use mio::Poll;
 use mio::Token;
 use quiche::h3::NameValue;
 use serde_json::json;
 
+use super::config::ClientConfig;
+use super::plan::Plan;
+use super::plan::Request;
+use super::plan::Sink;
+use crate::endpoint::Reporting;
 use crate::event;
 use crate::http::Body;
 use crate::http::Protocol;
-use flowshare_quic::pacing::PacedSender;
-use crate::io::MAX_RECV_SIZE;
+use crate::http::H3_INTERNAL_ERROR;
 use crate::log::Level;
 use crate::qlog;
 use crate::qlog::ControllerTrace;
 use crate::stats::Summary;
-
-/// Longest the loop sleeps without a timer.
-const MAX_IDLE_WAIT: Duration = Duration::from_millis(500);
-
-/// How the client runs.
-#[derive(Clone, Debug)]
-pub struct ClientConfig {
-    /// HTTP/3 or hq-interop.
-    pub protocol: Protocol,
-    /// The client's controller (the sender's, for uploads).
-    pub cc: Spec,
-    /// Skip certificate verification.
-    pub insecure: bool,
-    /// Trust the certificates in this PEM file.
-    pub ca: Option<PathBuf>,
-    /// Write one qlog per connection here.
-    pub qlog_dir: Option<PathBuf>,
-    /// Append TLS secrets here.
-    pub keylog: Option<PathBuf>,
-    /// Print a stats line per connection at close.
-    pub stats: bool,
-    /// Connections idle this long are closed.
-    pub idle_timeout: Duration,
-    /// Connections still open after this long are abandoned.
-    pub time_limit: Duration,
-    /// Extra request headers (HTTP/3 only).
-    pub headers: Vec<(String, String)>,
-}
-
-/// One connection and what it fetches.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// Local address to bind (port 0 for any).
-    pub local: SocketAddr,
-    /// The server.
-    pub server: SocketAddr,
-    /// TLS server name.
-    pub server_name: Option<String>,
-    /// `:authority` of the requests.
-    pub authority: String,
-    /// The requests.
-    pub requests: Vec<Request>,
-}
-
-/// One request.
-#[derive(Clone, Debug)]
-pub struct Request {
-    /// Path (with query).
-    pub path: String,
-    /// Where the response body goes.
-    pub sink: Sink,
-    /// Upload this file with PUT instead of downloading (HTTP/3 only).
-    pub upload: Option<PathBuf>,
-}
-
-/// Where a response body goes.
-#[derive(Clone, Debug)]
-pub enum Sink {
-    /// Written to this file.
-    File(PathBuf),
-    /// Counted and dropped.
-    Discard,
-}
+use flowshare_quic::pacing::PacedSender;
 
 /// The outcome of one request.
 #[derive(Clone, Debug)]
@@ -136,106 +66,6 @@ impl ConnectionReport {
     }
 }
 
-/// Runs the plans' connections concurrently; `on_request` sees each
-/// request as it completes. Fails only when the client cannot start.
-pub fn run(
-    config: &ClientConfig,
-    plans: Vec<Plan>,
-    mut on_request: impl FnMut(&RequestReport),
-) -> Result<Vec<ConnectionReport>, String> {
-    let mut quiche_config = quiche_config(config)?;
-    let keylog = config
-        .keylog
-        .as_ref()
-        .map(|file| {
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(file)
-                .map_err(|e| format!("SSLKEYLOGFILE {}: {e}", file.display()))
-        })
-        .transpose()?;
-    if let Some(dir) = &config.qlog_dir {
-        std::fs::create_dir_all(dir).map_err(|e| format!("qlog directory {}: {e}", dir.display()))?;
-    }
-    let mut poll = Poll::new().map_err(|e| format!("poll: {e}"))?;
-    let mut conns = Vec::with_capacity(plans.len());
-    for (index, plan) in plans.into_iter().enumerate() {
-        conns.push(ClientConn::connect(index, plan, config, &mut quiche_config, &poll, keylog.as_ref())?);
-    }
-
-    let mut events = Events::with_capacity(1024);
-    let mut buffer = vec![0u8; MAX_RECV_SIZE];
-    let deadline = Instant::now() + config.time_limit;
-    let mut reports: Vec<Option<ConnectionReport>> = conns.iter().map(|_| None).collect();
-    let mut open = conns.len();
-    while open > 0 {
-        if Instant::now() >= deadline {
-            for conn in conns.iter_mut().filter(|conn| !conn.quic.is_closed()) {
-                conn.fail_remaining(&format!("time limit of {:?} reached", config.time_limit));
-                let _ = conn.quic.close(false, 0x0, b"time limit");
-            }
-        }
-        let wake = conns.iter().filter(|conn| !conn.reported).filter_map(ClientConn::wake).min();
-        flowshare_quic::pacing::wait(&mut poll, &mut events, wake, MAX_IDLE_WAIT).map_err(|e| format!("poll: {e}"))?;
-        for event in events.iter() {
-            if let Some(conn) = conns.get_mut(event.token().0) {
-                conn.receive(&mut buffer).map_err(|e| format!("receiving: {e}"))?;
-            }
-        }
-        let now = Instant::now();
-        for conn in conns.iter_mut().filter(|conn| !conn.reported) {
-            if conn.timeout_at.is_some_and(|at| at <= now) {
-                conn.quic.on_timeout();
-                conn.dirty = true;
-            }
-            let due = conn.pacing_due.is_some_and(|at| at <= now + flowshare_quic::pacing::PACING_SLACK);
-            if conn.dirty {
-                conn.step(config, &mut on_request);
-            }
-            if conn.dirty || due {
-                conn.pacing_due =
-                    conn.sender.flush(&mut conn.quic, &conn.socket).map_err(|e| format!("sending: {e}"))?.due();
-                conn.timeout_at = conn.quic.timeout_instant();
-            }
-            if conn.dirty {
-                conn.trace.observe(&mut conn.quic);
-                conn.dirty = false;
-            }
-            // Once its CONNECTION_CLOSE is out, a client that has all its
-            // responses need not wait out the draining period.
-            let closed_by_us =
-                conn.completed == conn.transfers.len() && conn.quic.is_draining() && conn.pacing_due.is_none();
-            if conn.quic.is_closed() || closed_by_us {
-                let report = conn.finish(config, &mut on_request);
-                reports[conn.index] = Some(report);
-                open -= 1;
-            }
-        }
-    }
-    Ok(reports.into_iter().flatten().collect())
-}
-
-fn quiche_config(config: &ClientConfig) -> Result<quiche::Config, String> {
-    let mut quiche_config =
-        quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(|e| format!("QUIC configuration: {e}"))?;
-    quiche_config.set_application_protos(&[config.protocol.alpn()]).map_err(|e| format!("ALPN: {e}"))?;
-    crate::server::apply_transport_settings(&mut quiche_config, config.idle_timeout);
-    quiche_config.set_initial_max_streams_bidi(100);
-    quiche_config.set_initial_max_streams_uni(100);
-    quiche_config.verify_peer(!config.insecure);
-    if let Some(ca) = &config.ca {
-        quiche_config
-            .load_verify_locations_from_file(&ca.to_string_lossy())
-            .map_err(|e| format!("--ca {}: {e}", ca.display()))?;
-    }
-    if config.keylog.is_some() {
-        quiche_config.log_keys();
-    }
-    flowshare_quic::configure(&mut quiche_config, &config.cc);
-    Ok(quiche_config)
-}
-
 enum App {
     Handshaking,
     /// Boxed: quiche's HTTP/3 state is large next to the other variants.
@@ -259,7 +89,8 @@ struct Transfer {
     error: Option<String>,
 }
 
-struct ClientConn {
+/// A connection of the client and its transfers.
+pub(super) struct ClientConn {
     index: usize,
     plan: Plan,
     socket: mio::net::UdpSocket,
@@ -286,31 +117,24 @@ struct ClientConn {
 }
 
 impl ClientConn {
-    fn connect(
+    /// Opens connection `index` of the client, registered with `poll` under
+    /// that index.
+    pub(super) fn connect(
         index: usize,
         plan: Plan,
         config: &ClientConfig,
         quiche_config: &mut quiche::Config,
         poll: &Poll,
-        keylog: Option<&File>,
+        reporting: &Reporting,
     ) -> Result<ClientConn, String> {
         let mut socket = crate::io::bind(plan.local).map_err(|e| format!("binding {}: {e}", plan.local))?;
         let local = socket.local_addr().map_err(|e| format!("socket: {e}"))?;
         poll.registry().register(&mut socket, Token(index), Interest::READABLE).map_err(|e| format!("poll: {e}"))?;
-        let scid = crate::io::random_connection_id().map_err(|e| e.to_string())?;
+        let scid = flowshare_quic::random_connection_id().map_err(|e| e.to_string())?;
         let mut quic = quiche::connect(plan.server_name.as_deref(), &scid, local, plan.server, quiche_config)
             .map_err(|e| format!("connecting to {}: {e}", plan.server))?;
         let id = qlog::hex(&scid.as_ref()[..4]);
-        let mut qlog_enabled = false;
-        if let Some(dir) = &config.qlog_dir {
-            match qlog::start(&mut quic, dir, "client") {
-                Ok(()) => qlog_enabled = true,
-                Err(e) => event!(Level::Warn, "qlog_failed", conn = id, error = e),
-            }
-        }
-        if let Some(file) = keylog.and_then(|file| file.try_clone().ok()) {
-            quic.set_keylog(Box::new(file));
-        }
+        let qlog_enabled = reporting.start(&mut quic, &id);
         qlog::event(
             &mut quic,
             "flowshare:controller_selected",
@@ -367,8 +191,11 @@ impl ClientConn {
     }
 
     /// When the connection needs the loop next: now if it has work
-    /// pending, else its next timer or paced packet.
-    fn wake(&self) -> Option<Instant> {
+    /// pending, else its next timer or paced packet; never once reported.
+    pub(super) fn wake(&self) -> Option<Instant> {
+        if self.reported {
+            return None;
+        }
         if self.dirty {
             return Some(Instant::now());
         }
@@ -378,7 +205,7 @@ impl ClientConn {
         }
     }
 
-    fn receive(&mut self, buffer: &mut [u8]) -> io::Result<()> {
+    pub(super) fn receive(&mut self, buffer: &mut [u8]) -> io::Result<()> {
         loop {
             match self.socket.recv_from(buffer) {
                 Ok((len, from)) => {
@@ -392,6 +219,55 @@ impl ClientConn {
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Fires the timer, serves the requests and sends what is due, as the
+    /// loop finds the connection at `now`; the connection's report once it
+    /// has closed.
+    pub(super) fn advance(
+        &mut self,
+        now: Instant,
+        config: &ClientConfig,
+        reporting: &Reporting,
+        on_request: &mut impl FnMut(&RequestReport),
+    ) -> Result<Option<ConnectionReport>, String> {
+        if self.reported {
+            return Ok(None);
+        }
+        if self.timeout_at.is_some_and(|at| at <= now) {
+            self.quic.on_timeout();
+            self.dirty = true;
+        }
+        let due = self.pacing_due.is_some_and(|at| at <= now + flowshare_quic::pacing::PACING_SLACK);
+        if self.dirty {
+            self.step(config, on_request);
+        }
+        if self.dirty || due {
+            self.pacing_due =
+                self.sender.flush(&mut self.quic, &self.socket).map_err(|e| format!("sending: {e}"))?.due();
+            self.timeout_at = self.quic.timeout_instant();
+        }
+        if self.dirty {
+            self.trace.observe(&mut self.quic);
+            self.dirty = false;
+        }
+        // Once its CONNECTION_CLOSE is out, a client that has all its
+        // responses need not wait out the draining period.
+        let closed_by_us =
+            self.completed == self.transfers.len() && self.quic.is_draining() && self.pacing_due.is_none();
+        if self.quic.is_closed() || closed_by_us {
+            return Ok(Some(self.finish(config, reporting, on_request)));
+        }
+        Ok(None)
+    }
+
+    /// Fails what is left and closes the connection, if it is still open,
+    /// once the client's time limit has passed.
+    pub(super) fn give_up(&mut self, limit: Duration) {
+        if !self.quic.is_closed() {
+            self.fail_remaining(&format!("time limit of {limit:?} reached"));
+            let _ = self.quic.close(false, 0x0, b"time limit");
         }
     }
 
@@ -411,7 +287,7 @@ impl ClientConn {
                     Ok(h3) => App::H3(Box::new(h3)),
                     Err(e) => {
                         self.fail_remaining(&format!("cannot start HTTP/3: {e}"));
-                        let _ = self.quic.close(true, 0x102, b"cannot start HTTP/3");
+                        let _ = self.quic.close(true, H3_INTERNAL_ERROR, b"cannot start HTTP/3");
                         return;
                     }
                 },
@@ -552,7 +428,7 @@ impl ClientConn {
                 Err(quiche::h3::Error::Done) => return,
                 Err(e) => {
                     self.fail_remaining(&format!("HTTP/3 error: {e}"));
-                    let _ = self.quic.close(true, 0x102, b"HTTP/3 error");
+                    let _ = self.quic.close(true, H3_INTERNAL_ERROR, b"HTTP/3 error");
                     return;
                 }
             };
@@ -706,7 +582,12 @@ impl ClientConn {
     }
 
     /// The connection closed: reports every transfer.
-    fn finish(&mut self, config: &ClientConfig, on_request: &mut impl FnMut(&RequestReport)) -> ConnectionReport {
+    fn finish(
+        &mut self,
+        config: &ClientConfig,
+        reporting: &Reporting,
+        on_request: &mut impl FnMut(&RequestReport),
+    ) -> ConnectionReport {
         self.reported = true;
         let mut summary = Summary::of(&self.quic, "client", &self.id, self.plan.server, self.created.elapsed());
         summary.cc = config.cc.to_string();
@@ -720,11 +601,7 @@ impl ClientConn {
                 self.complete(index, Some(error), on_request);
             }
         }
-        if config.stats {
-            let mut stdout = io::stdout().lock();
-            let _ = writeln!(stdout, "{summary}");
-            let _ = stdout.flush();
-        }
+        reporting.closed(&summary);
         event!(Level::Info, "connection_closed", conn = self.id, error = summary.error.as_deref().unwrap_or("-"));
         ConnectionReport {
             requests: (0..self.transfers.len()).map(|index| self.report(index)).collect(),

@@ -1,0 +1,51 @@
+//! How the client runs, and the quiche configuration that follows.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use flowshare_controllers::Spec;
+
+use crate::endpoint::EndpointOptions;
+use crate::http::Protocol;
+
+/// Concurrent bidirectional streams the client lets the server open: HTTP/3
+/// servers open none, so this only has to be enough.
+const INITIAL_MAX_STREAMS_BIDI: u64 = 100;
+
+/// How the client runs.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// HTTP/3 or hq-interop.
+    pub protocol: Protocol,
+    /// The client's controller (the sender's, for uploads).
+    pub cc: Spec,
+    /// Skip certificate verification.
+    pub insecure: bool,
+    /// Trust the certificates in this PEM file.
+    pub ca: Option<PathBuf>,
+    /// qlog, key log, stats and idle timeout, as the server has them.
+    pub endpoint: EndpointOptions,
+    /// Connections still open after this long are abandoned.
+    pub time_limit: Duration,
+    /// Extra request headers (HTTP/3 only).
+    pub headers: Vec<(String, String)>,
+}
+
+impl ClientConfig {
+    /// The quiche configuration every connection of the client is made with.
+    pub(super) fn quiche_config(&self) -> Result<quiche::Config, String> {
+        let mut quiche_config =
+            quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(|e| format!("QUIC configuration: {e}"))?;
+        quiche_config.set_application_protos(&[self.protocol.alpn()]).map_err(|e| format!("ALPN: {e}"))?;
+        self.endpoint.configure(&mut quiche_config);
+        quiche_config.set_initial_max_streams_bidi(INITIAL_MAX_STREAMS_BIDI);
+        quiche_config.verify_peer(!self.insecure);
+        if let Some(ca) = &self.ca {
+            quiche_config
+                .load_verify_locations_from_file(&ca.to_string_lossy())
+                .map_err(|e| format!("--ca {}: {e}", ca.display()))?;
+        }
+        flowshare_quic::configure(&mut quiche_config, &self.cc);
+        Ok(quiche_config)
+    }
+}
