@@ -2,31 +2,34 @@
 //!
 //! ```text
 //! flowshare lab EXPERIMENT [--quick] [--out DIR] [--seed S] [--seeds K] [--jobs J]
-//!               [--n 2,4,8] [--bandwidths 200,400] [--controllers multcp,pa-multcp]
-//!               [--peers reno,cubic] [--duration S] [--warmup S] [--pacing true|false]
+//!               [--controllers multcp,pa-multcp] [--n 2,4,8] [--peers reno,cubic]
+//!               [--bandwidths 200,400] [--duration S] [--warmup S] [--pacing true|false]
+//!               (the options of `flowshare testbed run`, `crate::options::OptionArgs`)
 //! flowshare lab run SCENARIO.toml --out DIR [--seed S]
 //! flowshare lab bench [--quick]
 //! flowshare lab ns3 [--binary PATH] [--out DIR] [--runs K]
 //! ```
 
-use std::path::Path;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::json;
 
 use crate::experiments;
-use crate::experiments::Options;
-use crate::experiments::Outcome;
+use crate::experiments::Experiment;
 use crate::metrics;
 use crate::metrics::mean_and_deviation;
+use crate::options::OptionArgs;
+use crate::options::Options;
 use crate::report;
 use crate::report::fmt;
 use crate::report::Table;
 use crate::scenario::FlowConfig;
 use crate::scenario::LinkConfig;
 use crate::scenario::Scenario;
-use crate::sim::Role;
+use crate::scenario::BOTTLENECK;
+use crate::scenario::LAB_START_SPREAD_S;
+use crate::setup::Role;
 use crate::sim::Simulation;
 use crate::sweep;
 use crate::sweep::Job;
@@ -68,42 +71,14 @@ enum LabCommand {
 
 #[derive(clap::Args, Debug)]
 struct ExperimentArgs {
-    /// Run the small variant that finishes in seconds.
-    #[arg(long)]
-    quick: bool,
-    /// Output directory.
-    #[arg(long, default_value = "lab-results")]
-    out: PathBuf,
-    /// Base seed; replication k uses a seed derived from it and k.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Replications per point (default: the experiment's).
-    #[arg(long)]
-    seeds: Option<usize>,
+    #[command(flatten)]
+    options: OptionArgs,
     /// Simulations run in parallel (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
-    /// Weights N, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    n: Option<Vec<f64>>,
-    /// Bottleneck rates in Mbit/s, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    bandwidths: Option<Vec<f64>>,
-    /// Controller names, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    controllers: Option<Vec<String>>,
-    /// Peer controllers, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    peers: Option<Vec<String>>,
-    /// Simulated seconds per run.
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Seconds discarded at the start of each run.
-    #[arg(long)]
-    warmup: Option<f64>,
-    /// Pace (true) or not (false); default: when the controller asks.
-    #[arg(long)]
-    pacing: Option<bool>,
+    /// Output directory.
+    #[arg(long, default_value = "lab-results")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -141,53 +116,19 @@ struct Ns3Args {
     duration: f64,
 }
 
-fn positive(flag: &str, values: &Option<Vec<f64>>, max: f64) -> Result<(), String> {
-    for &value in values.iter().flatten() {
-        if !(value > 0.0 && value <= max) {
-            return Err(format!("--{flag} {value} is out of range; accepted range (0, {max}]"));
-        }
-    }
-    Ok(())
-}
-
 impl ExperimentArgs {
     fn options(&self) -> Result<Options, String> {
-        positive("n", &self.n, flowshare_controllers::grammar::MAX_WEIGHT)?;
-        positive("bandwidths", &self.bandwidths, 1e6)?;
-        positive("duration", &self.duration.map(|d| vec![d]), 1e6)?;
-        if let Some(warmup) = self.warmup {
-            let duration = self.duration.unwrap_or(f64::INFINITY);
-            if !(0.0..duration).contains(&warmup) {
-                return Err(format!("--warmup {warmup} is out of range; accepted range [0, duration)"));
-            }
-        }
-        if self.seeds == Some(0) {
-            return Err("--seeds 0 is out of range; accepted range [1, ...)".into());
-        }
         if self.jobs == Some(0) {
             return Err("--jobs 0 is out of range; accepted range [1, ...)".into());
         }
-        Ok(Options {
-            quick: self.quick,
-            seed: self.seed,
-            seeds: self.seeds,
-            threads: self.jobs.unwrap_or_else(sweep::default_threads),
-            n: self.n.clone(),
-            bandwidths: self.bandwidths.clone(),
-            controllers: self.controllers.clone(),
-            peers: self.peers.clone(),
-            duration: self.duration,
-            warmup: self.warmup,
-            pacing: self.pacing,
-        })
+        Ok(Options { threads: self.jobs.unwrap_or_else(sweep::default_threads), ..self.options.options()? })
     }
 }
 
-type Experiment = fn(&Options, &Path) -> Result<Outcome, String>;
-
-fn experiment(args: &ExperimentArgs, run: Experiment) -> Result<(), String> {
+fn experiment(args: &ExperimentArgs, experiment: &Experiment) -> Result<(), String> {
     let options = args.options()?;
-    let outcome = run(&options, &args.out)?;
+    eprint!("{}", options.note_unused(experiment.name, experiment.uses));
+    let outcome = (experiment.run)(&options, &args.out)?;
     print!("{}", outcome.table);
     report::write_summary(&args.out, &outcome.summary)?;
     println!("wrote {}", args.out.join("summary.json").display());
@@ -197,13 +138,13 @@ fn experiment(args: &ExperimentArgs, run: Experiment) -> Result<(), String> {
 /// Runs `flowshare lab ...`.
 pub fn run(args: LabArgs) -> Result<(), String> {
     match args.command {
-        LabCommand::Fairness(args) => experiment(&args, experiments::fairness),
-        LabCommand::Transient(args) => experiment(&args, experiments::transient),
-        LabCommand::ShortTransfer(args) => experiment(&args, experiments::short_transfer),
-        LabCommand::MultfrcFriendliness(args) => experiment(&args, experiments::multfrc_friendliness),
-        LabCommand::Mcompound(args) => experiment(&args, experiments::mcompound),
-        LabCommand::Gevros(args) => experiment(&args, experiments::gevros),
-        LabCommand::Validate(args) => experiment(&args, experiments::validate),
+        LabCommand::Fairness(args) => experiment(&args, &experiments::fairness::EXPERIMENT),
+        LabCommand::Transient(args) => experiment(&args, &experiments::transient::EXPERIMENT),
+        LabCommand::ShortTransfer(args) => experiment(&args, &experiments::short_transfer::EXPERIMENT),
+        LabCommand::MultfrcFriendliness(args) => experiment(&args, &experiments::multfrc_friendliness::EXPERIMENT),
+        LabCommand::Mcompound(args) => experiment(&args, &experiments::mcompound::EXPERIMENT),
+        LabCommand::Gevros(args) => experiment(&args, &experiments::gevros::EXPERIMENT),
+        LabCommand::Validate(args) => experiment(&args, &experiments::validate::EXPERIMENT),
         LabCommand::Run(args) => run_scenario(&args),
         LabCommand::Bench(args) => bench(&args),
         LabCommand::Ns3(args) => ns3(&args),
@@ -222,7 +163,8 @@ fn run_scenario(args: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The dumbbell the benchmark and the ns-3 comparison use.
+/// The dumbbell the benchmark and the ns-3 comparison use: `flows` Reno
+/// flows, flow i with the access delay `access_ms[i]` (or the last).
 fn reno_dumbbell(
     name: &str,
     flows: usize,
@@ -232,26 +174,15 @@ fn reno_dumbbell(
     access_ms: &[f64],
     pacing: bool,
 ) -> Scenario {
-    Scenario {
-        name: name.into(),
-        duration_s: duration,
-        warmup_s: duration / 5.0,
-        packet_bytes: 1500,
-        pacing,
-        ack_every: 2,
-        max_ack_delay_ms: 25.0,
-        bin_s: 0.1,
-        start_spread_s: 2.0,
-        links: vec![LinkConfig::droptail_bdp("bottleneck", rate_mbps, delay_ms, 2.0 * delay_ms)],
-        flows: (0..flows)
-            .map(|i| {
-                let mut flow = FlowConfig::bulk("reno", 1, &["bottleneck"]);
-                flow.access_delay_ms = access_ms[i.min(access_ms.len() - 1)];
-                flow.role = Some(Role::Standard);
-                flow
-            })
-            .collect(),
+    let bottleneck = LinkConfig::bottleneck(rate_mbps, 2.0 * delay_ms);
+    let mut scenario =
+        Scenario::dumbbell(name, duration, duration / 5.0, LAB_START_SPREAD_S, bottleneck).with_pacing(pacing);
+    for i in 0..flows {
+        let access = access_ms[i.min(access_ms.len() - 1)];
+        scenario = scenario
+            .with_flow(FlowConfig::bulk("reno", 1, &[BOTTLENECK]).with_access(access, 0.0).with_role(Role::Standard));
     }
+    scenario
 }
 
 fn bench(args: &BenchArgs) -> Result<(), String> {
@@ -279,13 +210,10 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
     }
     let mut full = reno_dumbbell("bench-fairness", 0, 400.0, 50.0, 400.0 * scale, &[1.0], true);
     full.warmup_s = 100.0 * scale;
-    let mut weighted = FlowConfig::bulk("multcp:n=10", 1, &["bottleneck"]);
-    weighted.access_delay_ms = 1.0;
-    weighted.jitter_ms = 1.0;
-    let mut peers = FlowConfig::bulk("reno", 190, &["bottleneck"]);
-    peers.access_delay_ms = 1.0;
-    peers.jitter_ms = 1.0;
-    full.flows = vec![weighted, peers];
+    full.flows = vec![
+        FlowConfig::bulk("multcp:n=10", 1, &[BOTTLENECK]).with_access(1.0, 1.0),
+        FlowConfig::bulk("reno", 190, &[BOTTLENECK]).with_access(1.0, 1.0),
+    ];
     time("fairness point: multcp:n=10 + 190 reno, 400 Mbit/s", full, "< 60 s wall (400 s)")?;
     print!("{}", table.render());
     Ok(())

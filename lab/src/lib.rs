@@ -4,11 +4,15 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`sim`] | the discrete-event engine: events, flows, receivers, traffic |
+//! | [`scenario`] | the scenario vocabulary: TOML files, and the constructors the built-in scenarios use |
+//! | [`setup`] | a validated run: links, connections, traffic |
+//! | [`sim`] | the discrete-event engine, with its event queue (`events`) and per-flow state (`flow`) |
 //! | [`network`] | links, drop-tail and RED queues |
 //! | [`sender`] | the QUIC-like sender: RFC 9002 loss detection, PTO, pacing |
-//! | [`scenario`] | the scenario vocabulary (TOML files and built-in experiments) |
+//! | [`result`] | what a run measured |
 //! | [`metrics`] | fairness index, CoV, utilisation, loss and delay |
+//! | [`options`] | the options of the built-in scenarios, shared with the testbed |
+//! | [`experiments`] | the papers' experiments, one module each |
 //!
 //! Time is virtual (`Nanos`, nanoseconds since the start of the run), the
 //! only randomness is one seeded stream per run ([`rng`]), and nothing reads
@@ -18,13 +22,18 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+mod events;
 pub mod experiments;
+mod flow;
 pub mod metrics;
 pub mod network;
+pub mod options;
 pub mod report;
+pub mod result;
 pub mod rng;
 pub mod scenario;
 pub mod sender;
+pub mod setup;
 pub mod sim;
 pub mod sweep;
 

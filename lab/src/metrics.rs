@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::sim::Role;
-use crate::sim::RunResult;
+use crate::result::RunResult;
+use crate::setup::Role;
 
 /// Jain's fairness index of `values`: 1 when all are equal, 1/n when one
 /// takes everything.

@@ -16,45 +16,12 @@
 
 use std::collections::VecDeque;
 
+use crate::result::LinkStats;
 use crate::rng::Rng;
+use crate::setup::Discipline;
+use crate::setup::Limit;
+use crate::setup::LinkSpec;
 use crate::Nanos;
-
-/// How a queue's capacity is counted.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Limit {
-    /// At most this many packets waiting.
-    Packets(usize),
-    /// At most this many bytes waiting.
-    Bytes(usize),
-}
-
-/// The queue discipline of a link.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Discipline {
-    /// Drop arrivals that do not fit.
-    DropTail,
-    /// Random Early Detection, gentle, with automatic parameters.
-    Red,
-}
-
-/// Everything needed to build a link.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LinkSpec {
-    /// Name used in topologies and reports.
-    pub name: String,
-    /// Rate in bits per second.
-    pub rate_bps: f64,
-    /// Propagation delay.
-    pub delay: Nanos,
-    /// Queue discipline.
-    pub discipline: Discipline,
-    /// Queue capacity.
-    pub limit: Limit,
-    /// Probability of dropping any arriving packet at random (0 for none).
-    pub random_loss: f64,
-    /// Packet size RED assumes for its packet-time constant, bytes.
-    pub mean_packet_bytes: usize,
-}
 
 /// RED's parameters, derived as ns-3's `RedQueueDisc::InitializeParams`
 /// does when `MinTh = MaxTh = 0` and `QW = -1` (the ns-2 settings paper 004
@@ -146,21 +113,6 @@ pub enum Offer {
     },
     /// Dropped by the queue or by random loss.
     Dropped,
-}
-
-/// Counters of a link, accumulated while the link is measuring.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LinkStats {
-    /// Packets offered.
-    pub arrivals: u64,
-    /// Packets dropped.
-    pub drops: u64,
-    /// Bytes accepted for transmission.
-    pub bytes: u64,
-    /// Sum of the queueing delays of accepted packets, ns.
-    pub queueing_delay_sum: u128,
-    /// Largest queue seen, packets.
-    pub max_queue_packets: u64,
 }
 
 /// A link with its queue.

@@ -15,8 +15,8 @@ use serde_json::json;
 use serde_json::Value;
 
 use crate::metrics;
-use crate::sim::Role;
-use crate::sim::RunResult;
+use crate::result::RunResult;
+use crate::setup::Role;
 
 /// Fonts looked for to label plots; without any, plots have no text.
 const FONT_PATHS: &[&str] = &[

@@ -21,24 +21,21 @@
 //! ```
 //!
 //! Every key is checked: unknown keys, missing ones and values out of range
-//! give an error naming the field (`flow[1].rate_mbps ...`).
-
-use std::collections::BTreeMap;
+//! give an error naming the field (`flow[1].rate_mbps ...`); [`Scenario::resolve`]
+//! turns a scenario into the [`crate::setup::Setup`] of a run.
+//!
+//! The built-in scenarios of the lab and the testbed are made with the
+//! constructors below ([`Scenario::new`], [`Scenario::dumbbell`],
+//! [`LinkConfig::bottleneck`], [`FlowConfig::bulk`] and their `with_*`
+//! builders), which take the file format's defaults, so that each default
+//! is written once: in the `default_*` functions serde reads too.
 
 use serde::Deserialize;
 use serde::Serialize;
 
-use flowshare_controllers::Spec;
+use crate::setup::Role;
 
-use crate::network::Discipline;
-use crate::network::Limit;
-use crate::network::LinkSpec;
-use crate::sim::ConnectionSetup;
-use crate::sim::Join;
-use crate::sim::Role;
-use crate::sim::Setup;
-use crate::sim::Traffic;
-use crate::Nanos;
+mod resolve;
 
 /// A scenario as written in a file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -203,29 +200,120 @@ fn is_zero(value: &f64) -> bool {
     *value == 0.0
 }
 
+/// The link of a dumbbell, which its flows name in their paths.
+pub const BOTTLENECK: &str = "bottleneck";
+
+/// How long the lab's experiments spread the starts of the connections that
+/// start with the run, seconds: simulated flows that start together would
+/// take their first losses together.
+pub const LAB_START_SPREAD_S: f64 = 2.0;
+
+/// How long the testbed's built-ins spread those starts, seconds: their runs
+/// are short (10 to 90 s) and real endpoints already start some
+/// milliseconds apart.
+pub const TESTBED_START_SPREAD_S: f64 = 1.0;
+
+impl Scenario {
+    /// A scenario over `links` without flows, with the file format's
+    /// defaults for everything else. `start_spread_s` is
+    /// [`LAB_START_SPREAD_S`], [`TESTBED_START_SPREAD_S`] or an experiment's
+    /// own choice.
+    pub fn new(name: &str, duration_s: f64, warmup_s: f64, start_spread_s: f64, links: Vec<LinkConfig>) -> Scenario {
+        Scenario {
+            name: name.into(),
+            duration_s,
+            warmup_s,
+            packet_bytes: default_packet_bytes(),
+            pacing: default_true(),
+            ack_every: default_ack_every(),
+            max_ack_delay_ms: default_max_ack_delay_ms(),
+            bin_s: default_bin_s(),
+            start_spread_s,
+            links,
+            flows: Vec::new(),
+        }
+    }
+
+    /// A dumbbell: one link, `bottleneck` (see [`LinkConfig::bottleneck`]).
+    pub fn dumbbell(
+        name: &str,
+        duration_s: f64,
+        warmup_s: f64,
+        start_spread_s: f64,
+        bottleneck: LinkConfig,
+    ) -> Scenario {
+        Scenario::new(name, duration_s, warmup_s, start_spread_s, vec![bottleneck])
+    }
+
+    /// With `flow` added.
+    pub fn with_flow(mut self, flow: FlowConfig) -> Scenario {
+        self.flows.push(flow);
+        self
+    }
+
+    /// With pacing on or off.
+    pub fn with_pacing(mut self, pacing: bool) -> Scenario {
+        self.pacing = pacing;
+        self
+    }
+}
+
 impl LinkConfig {
-    /// A drop-tail link with a buffer of one bandwidth-delay product.
-    pub fn droptail_bdp(name: &str, rate_mbps: f64, delay_ms: f64, bdp_rtt_ms: f64) -> LinkConfig {
+    /// A drop-tail link with a delay of half `rtt_ms` and a buffer of one
+    /// bandwidth-delay product at `rtt_ms`.
+    pub fn droptail_bdp(name: &str, rate_mbps: f64, rtt_ms: f64) -> LinkConfig {
         LinkConfig {
             name: name.into(),
             rate_mbps,
-            delay_ms,
-            queue: "droptail".into(),
+            delay_ms: rtt_ms / 2.0,
+            queue: default_queue(),
             buffer_packets: None,
             buffer_bytes: None,
             buffer_bdp: Some(1.0),
-            bdp_rtt_ms: Some(bdp_rtt_ms),
+            bdp_rtt_ms: Some(rtt_ms),
             random_loss: 0.0,
         }
+    }
+
+    /// The drop-tail BDP link of a dumbbell, named [`BOTTLENECK`].
+    pub fn bottleneck(rate_mbps: f64, rtt_ms: f64) -> LinkConfig {
+        LinkConfig::droptail_bdp(BOTTLENECK, rate_mbps, rtt_ms)
+    }
+
+    /// With the queue discipline `queue` (`droptail` or `red`).
+    pub fn with_queue(mut self, queue: &str) -> LinkConfig {
+        self.queue = queue.into();
+        self
+    }
+
+    /// With a buffer of `packets` instead of a bandwidth-delay product.
+    pub fn with_buffer_packets(mut self, packets: usize) -> LinkConfig {
+        self.buffer_packets = Some(packets);
+        self.buffer_bdp = None;
+        self.bdp_rtt_ms = None;
+        self
+    }
+
+    /// With a buffer of `multiple` bandwidth-delay products at `rtt_ms`.
+    pub fn with_buffer_bdp(mut self, multiple: f64, rtt_ms: f64) -> LinkConfig {
+        self.buffer_bdp = Some(multiple);
+        self.bdp_rtt_ms = Some(rtt_ms);
+        self
+    }
+
+    /// Dropping each packet with probability `loss`.
+    pub fn with_random_loss(mut self, loss: f64) -> LinkConfig {
+        self.random_loss = loss;
+        self
     }
 }
 
 impl FlowConfig {
-    /// `count` bulk connections of `cc` over `path`.
-    pub fn bulk(cc: &str, count: usize, path: &[&str]) -> FlowConfig {
+    /// `count` connections of `cc` over `path` that carry `traffic`.
+    fn new(cc: Option<&str>, count: usize, path: &[&str], traffic: &str) -> FlowConfig {
         FlowConfig {
             label: None,
-            cc: Some(cc.into()),
+            cc: cc.map(str::to_string),
             count,
             path: path.iter().map(|link| link.to_string()).collect(),
             paths: Vec::new(),
@@ -234,7 +322,7 @@ impl FlowConfig {
             start_s: 0.0,
             stop_s: None,
             role: None,
-            traffic: "bulk".into(),
+            traffic: traffic.into(),
             bytes: None,
             rate_mbps: None,
             on_s: None,
@@ -245,6 +333,70 @@ impl FlowConfig {
             join_at_s: None,
             join_share: None,
         }
+    }
+
+    /// `count` bulk connections of `cc` over `path`.
+    pub fn bulk(cc: &str, count: usize, path: &[&str]) -> FlowConfig {
+        FlowConfig::new(Some(cc), count, path, &default_traffic())
+    }
+
+    /// One bulk connection of `cc` with a subflow on each of `paths`.
+    pub fn multipath(cc: &str, paths: &[&[&str]]) -> FlowConfig {
+        let mut flow = FlowConfig::new(Some(cc), 1, &[], &default_traffic());
+        flow.paths = paths.iter().map(|path| path.iter().map(|link| link.to_string()).collect()).collect();
+        flow
+    }
+
+    /// One transfer of `bytes` with `cc` over `path`.
+    pub fn transfer(cc: &str, bytes: u64, path: &[&str]) -> FlowConfig {
+        let mut flow = FlowConfig::new(Some(cc), 1, path, "transfer");
+        flow.bytes = Some(bytes);
+        flow
+    }
+
+    /// A CBR source of `rate_mbps` over `path`, labelled `cbr`, outside the
+    /// fairness metrics.
+    pub fn cbr(rate_mbps: f64, path: &[&str]) -> FlowConfig {
+        let mut flow = FlowConfig::new(None, 1, path, "cbr");
+        flow.rate_mbps = Some(rate_mbps);
+        flow.role = Some(Role::Other);
+        flow.label = Some("cbr".into());
+        flow
+    }
+
+    /// In `role` for the metrics.
+    pub fn with_role(mut self, role: Role) -> FlowConfig {
+        self.role = Some(role);
+        self
+    }
+
+    /// Labelled `label` in reports.
+    pub fn with_label(mut self, label: &str) -> FlowConfig {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// With a one-way access delay and up to `jitter_ms` more per packet.
+    pub fn with_access(mut self, delay_ms: f64, jitter_ms: f64) -> FlowConfig {
+        self.access_delay_ms = delay_ms;
+        self.jitter_ms = jitter_ms;
+        self
+    }
+
+    /// Starting at `start_s` and, if given, stopping at `stop_s`.
+    pub fn with_times(mut self, start_s: f64, stop_s: Option<f64>) -> FlowConfig {
+        self.start_s = start_s;
+        self.stop_s = stop_s;
+        self
+    }
+
+    /// With a transfer of `bytes` joining the bulk stream at `at_s` and
+    /// getting one packet in `share`.
+    pub fn with_join(mut self, bytes: u64, at_s: f64, share: u32) -> FlowConfig {
+        self.join_bytes = Some(bytes);
+        self.join_at_s = Some(at_s);
+        self.join_share = Some(share);
+        self
     }
 }
 
@@ -276,21 +428,6 @@ fn error(field: impl Into<String>, message: impl Into<String>) -> ScenarioError 
     ScenarioError { field: field.into(), message: message.into() }
 }
 
-/// Checks that `value` lies in `[min, max]` (`min_open`: excluding `min`).
-fn range(field: &str, value: f64, min: f64, min_open: bool, max: f64) -> Result<f64, ScenarioError> {
-    let above = if min_open { value > min } else { value >= min };
-    if value.is_finite() && above && value <= max {
-        Ok(value)
-    } else {
-        let open = if min_open { '(' } else { '[' };
-        Err(error(field, format!("= {value} is out of range; accepted range {open}{min}, {max}]")))
-    }
-}
-
-fn nanos(seconds: f64) -> Nanos {
-    (seconds * 1e9).round() as Nanos
-}
-
 impl Scenario {
     /// Parses a TOML scenario; errors name the offending key.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
@@ -310,298 +447,5 @@ impl Scenario {
     /// The scenario as TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_else(|e| format!("# scenario could not be written: {e}\n"))
-    }
-
-    /// Validates the scenario and resolves names into a [`Setup`].
-    pub fn resolve(&self) -> Result<Setup, ScenarioError> {
-        let duration = range("duration_s", self.duration_s, 0.0, true, 1e6)?;
-        let warmup = range("warmup_s", self.warmup_s, 0.0, false, duration)?;
-        if warmup >= duration {
-            return Err(error("warmup_s", format!("= {warmup} must be below duration_s = {duration}")));
-        }
-        range("packet_bytes", self.packet_bytes as f64, 64.0, false, 65_535.0)?;
-        range("ack_every", self.ack_every as f64, 1.0, false, 64.0)?;
-        let max_ack_delay = range("max_ack_delay_ms", self.max_ack_delay_ms, 0.0, true, 1000.0)?;
-        let bin = range("bin_s", self.bin_s, 0.001, false, duration)?;
-        let spread = range("start_spread_s", self.start_spread_s, 0.0, false, duration)?;
-        if self.links.is_empty() {
-            return Err(error("link", "at least one [[link]] is required"));
-        }
-        if self.links.len() > u16::MAX as usize {
-            return Err(error("link", "too many links (at most 65535)"));
-        }
-        let mut by_name = BTreeMap::new();
-        let mut links = Vec::new();
-        for (i, link) in self.links.iter().enumerate() {
-            let field = |name: &str| format!("link[{i}].{name}");
-            if link.name.is_empty() {
-                return Err(error(field("name"), "is empty"));
-            }
-            if by_name.insert(link.name.clone(), i).is_some() {
-                return Err(error(field("name"), format!("{:?} is used by two links", link.name)));
-            }
-            let rate_bps = range(&field("rate_mbps"), link.rate_mbps, 0.0, true, 1e6)? * 1e6;
-            let delay_ms = range(&field("delay_ms"), link.delay_ms, 0.0, false, 10_000.0)?;
-            let discipline = match link.queue.as_str() {
-                "droptail" => Discipline::DropTail,
-                "red" => Discipline::Red,
-                other => {
-                    return Err(error(field("queue"), format!("= {other:?} is not a queue (accepted: droptail, red)")))
-                }
-            };
-            let given = [link.buffer_packets.is_some(), link.buffer_bytes.is_some(), link.buffer_bdp.is_some()];
-            if given.iter().filter(|&&g| g).count() != 1 {
-                return Err(error(
-                    field("buffer_packets"),
-                    "give exactly one of buffer_packets, buffer_bytes, buffer_bdp",
-                ));
-            }
-            let limit = if let Some(packets) = link.buffer_packets {
-                Limit::Packets(range(&field("buffer_packets"), packets as f64, 1.0, false, 1e8)? as usize)
-            } else if let Some(bytes) = link.buffer_bytes {
-                Limit::Bytes(
-                    range(&field("buffer_bytes"), bytes as f64, self.packet_bytes as f64, false, 1e11)? as usize
-                )
-            } else {
-                let multiple = range(&field("buffer_bdp"), link.buffer_bdp.unwrap_or(1.0), 0.0, true, 1000.0)?;
-                let rtt_ms = match link.bdp_rtt_ms {
-                    Some(rtt) => range(&field("bdp_rtt_ms"), rtt, 0.0, true, 100_000.0)?,
-                    None => 2.0 * delay_ms,
-                };
-                let packets = multiple * rate_bps * rtt_ms * 1e-3 / (8.0 * self.packet_bytes as f64);
-                Limit::Packets((packets.round() as usize).max(1))
-            };
-            let random_loss = range(&field("random_loss"), link.random_loss, 0.0, false, 1.0)?;
-            links.push(LinkSpec {
-                name: link.name.clone(),
-                rate_bps,
-                delay: nanos(delay_ms * 1e-3),
-                discipline,
-                limit,
-                random_loss,
-                mean_packet_bytes: self.packet_bytes as usize,
-            });
-        }
-        if self.flows.is_empty() {
-            return Err(error("flow", "at least one [[flow]] is required"));
-        }
-        let mut connections = Vec::new();
-        for (i, flow) in self.flows.iter().enumerate() {
-            let field = |name: &str| format!("flow[{i}].{name}");
-            let count = range(&field("count"), flow.count as f64, 1.0, false, 100_000.0)? as usize;
-            let names: Vec<&Vec<String>> = match (flow.path.is_empty(), flow.paths.is_empty()) {
-                (false, true) => vec![&flow.path],
-                (true, false) => flow.paths.iter().collect(),
-                _ => {
-                    return Err(error(
-                        field("path"),
-                        "give exactly one of path (single path) or paths (one per subflow)",
-                    ))
-                }
-            };
-            let mut paths = Vec::new();
-            for (p, path) in names.iter().enumerate() {
-                if path.is_empty() || path.len() > 32 {
-                    return Err(error(field("path"), format!("path {p} must name 1 to 32 links")));
-                }
-                let resolved = path
-                    .iter()
-                    .map(|name| {
-                        by_name.get(name).copied().ok_or_else(|| {
-                            let known: Vec<&str> = self.links.iter().map(|l| l.name.as_str()).collect();
-                            error(field("path"), format!("link {name:?} does not exist (links: {})", known.join(", ")))
-                        })
-                    })
-                    .collect::<Result<Vec<usize>, _>>()?;
-                paths.push(resolved);
-            }
-            let access_delay =
-                nanos(range(&field("access_delay_ms"), flow.access_delay_ms, 0.0, false, 10_000.0)? * 1e-3);
-            let jitter = nanos(range(&field("jitter_ms"), flow.jitter_ms, 0.0, false, 10_000.0)? * 1e-3);
-            let start = range(&field("start_s"), flow.start_s, 0.0, false, duration)?;
-            let stop = match flow.stop_s {
-                Some(stop) => Some(nanos(range(&field("stop_s"), stop, start, false, 1e6)?)),
-                None => None,
-            };
-            let positive = |name: &str, value: Option<f64>, max: f64| -> Result<f64, ScenarioError> {
-                let value =
-                    value.ok_or_else(|| error(field(name), format!("is required for traffic = {:?}", flow.traffic)))?;
-                range(&field(name), value, 0.0, true, max)
-            };
-            let traffic = match flow.traffic.as_str() {
-                "bulk" => {
-                    let join = match (flow.join_bytes, flow.join_at_s) {
-                        (None, None) => None,
-                        (Some(bytes), Some(at)) => {
-                            range(&field("join_bytes"), bytes as f64, 1.0, false, 1e10)?;
-                            let at = range(&field("join_at_s"), at, 0.0, false, duration)?;
-                            let share =
-                                range(&field("join_share"), flow.join_share.unwrap_or(1) as f64, 1.0, false, 1e6)?;
-                            Some(Join {
-                                at: nanos(at),
-                                segments: bytes.div_ceil(self.packet_bytes as u64) as u32,
-                                share: share as u32,
-                            })
-                        }
-                        _ => return Err(error(field("join_bytes"), "join_bytes and join_at_s go together")),
-                    };
-                    Traffic::Bulk { join }
-                }
-                "transfer" => {
-                    let bytes = positive("bytes", flow.bytes.map(|b| b as f64), 1e10)?;
-                    Traffic::Transfer { segments: (bytes / self.packet_bytes as f64).ceil() as u32 }
-                }
-                "cbr" => {
-                    let rate = positive("rate_mbps", flow.rate_mbps, 1e6)?;
-                    let on_off = match (flow.on_s, flow.off_s) {
-                        (None, None) => None,
-                        (Some(on), Some(off)) => Some((
-                            range(&field("on_s"), on, 0.0, true, 1e6)?,
-                            range(&field("off_s"), off, 0.0, true, 1e6)?,
-                        )),
-                        _ => return Err(error(field("on_s"), "on_s and off_s go together")),
-                    };
-                    Traffic::Cbr { rate_bps: rate * 1e6, on_off }
-                }
-                "web" => Traffic::Web {
-                    mean_object_bytes: positive("mean_object_bytes", flow.mean_object_bytes, 1e10)?,
-                    pareto_shape: range(&field("pareto_shape"), flow.pareto_shape.unwrap_or(1.2), 1.0, true, 100.0)?,
-                    mean_off_seconds: positive("off_s", flow.off_s, 1e6)?,
-                },
-                other => {
-                    return Err(error(
-                        field("traffic"),
-                        format!("= {other:?} is not a traffic type (accepted: bulk, transfer, cbr, web)"),
-                    ))
-                }
-            };
-            let cc = match (&traffic, &flow.cc) {
-                (Traffic::Cbr { .. }, None) => None,
-                (Traffic::Cbr { .. }, Some(_)) => {
-                    return Err(error(field("cc"), "CBR traffic has no controller; remove cc"))
-                }
-                (_, None) => {
-                    return Err(error(
-                        field("cc"),
-                        "is required (a controller spec such as \"reno\" or \"multcp:n=4\")",
-                    ))
-                }
-                (_, Some(text)) => Some(text.parse::<Spec>().map_err(|e| error(field("cc"), e.to_string()))?),
-            };
-            if paths.len() > 1 && !matches!(traffic, Traffic::Bulk { join: None }) {
-                return Err(error(field("paths"), "multipath connections carry bulk traffic only"));
-            }
-            let role = flow.role.unwrap_or(match (&traffic, &cc) {
-                (Traffic::Cbr { .. } | Traffic::Web { .. }, _) => Role::Other,
-                (_, Some(spec)) if spec.algorithm().is_weighted() => Role::Weighted,
-                (_, Some(_)) => Role::Standard,
-                _ => Role::Weighted,
-            });
-            let label = flow.label.clone().unwrap_or_else(|| cc.as_ref().map_or("cbr".into(), |spec| spec.to_string()));
-            for _ in 0..count {
-                connections.push(ConnectionSetup {
-                    label: label.clone(),
-                    cc: cc.clone(),
-                    role,
-                    paths: paths.clone(),
-                    access_delay,
-                    jitter,
-                    start: nanos(start),
-                    stop,
-                    traffic: traffic.clone(),
-                });
-            }
-        }
-        let flows: usize = connections.iter().map(|c| c.paths.len()).sum();
-        if flows > u32::MAX as usize / 2 {
-            return Err(error("flow", "too many flows"));
-        }
-        Ok(Setup {
-            name: self.name.clone(),
-            duration: nanos(duration),
-            warmup: nanos(warmup),
-            bin: nanos(bin),
-            packet_bytes: self.packet_bytes,
-            pacing: self.pacing,
-            ack_every: self.ack_every,
-            max_ack_delay: nanos(max_ack_delay * 1e-3),
-            start_spread: nanos(spread),
-            links,
-            connections,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GOOD: &str = r#"
-name = "t"
-duration_s = 10
-
-[[link]]
-name = "b"
-rate_mbps = 10
-delay_ms = 20
-buffer_bdp = 1.0
-
-[[flow]]
-cc = "reno"
-count = 3
-path = ["b"]
-"#;
-
-    fn resolve_error(text: &str) -> String {
-        match Scenario::from_toml(text) {
-            Ok(scenario) => scenario.resolve().unwrap_err().to_string(),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn a_valid_file_resolves_with_defaults() {
-        let setup = Scenario::from_toml(GOOD).unwrap().resolve().unwrap();
-        assert_eq!(setup.connections.len(), 3);
-        assert_eq!(setup.packet_bytes, 1500);
-        assert_eq!(setup.ack_every, 2);
-        assert_eq!(setup.max_ack_delay, 25_000_000);
-        // 10 Mbit/s * 40 ms / 12 000 bits = 33.3 packets.
-        assert_eq!(setup.links[0].limit, Limit::Packets(33));
-        assert_eq!(setup.connections[0].role, Role::Standard);
-    }
-
-    #[test]
-    fn unknown_keys_are_named() {
-        let text = GOOD.replace("count = 3", "count = 3\nwieght = 2");
-        let message = resolve_error(&text);
-        assert!(message.contains("wieght"), "{message}");
-        assert!(message.starts_with("line 14: unknown field `wieght`"), "{message}");
-    }
-
-    #[test]
-    fn bad_values_name_the_field_and_the_range() {
-        let message = resolve_error(&GOOD.replace("rate_mbps = 10", "rate_mbps = -1"));
-        assert_eq!(message, "link[0].rate_mbps = -1 is out of range; accepted range (0, 1000000]");
-        let message = resolve_error(&GOOD.replace("cc = \"reno\"", "cc = \"multcp:n=0\""));
-        assert!(message.starts_with("flow[0].cc: invalid controller spec"), "{message}");
-        let message = resolve_error(&GOOD.replace("path = [\"b\"]", "path = [\"x\"]"));
-        assert_eq!(message, "flow[0].path: link \"x\" does not exist (links: b)");
-        let message = resolve_error(&GOOD.replace("buffer_bdp = 1.0", "queue = \"fq\"\nbuffer_bdp = 1.0"));
-        assert!(message.contains("link[0].queue = \"fq\" is not a queue (accepted: droptail, red)"), "{message}");
-        let message = resolve_error(&GOOD.replace("cc = \"reno\"", "cc = \"reno\"\ntraffic = \"transfer\""));
-        assert_eq!(message, "flow[0].bytes: is required for traffic = \"transfer\"");
-    }
-
-    #[test]
-    fn missing_required_keys_are_named() {
-        let message = resolve_error(&GOOD.replace("duration_s = 10", ""));
-        assert!(message.contains("duration_s"), "{message}");
-    }
-
-    #[test]
-    fn scenarios_round_trip_through_toml() {
-        let scenario = Scenario::from_toml(GOOD).unwrap();
-        assert_eq!(Scenario::from_toml(&scenario.to_toml()).unwrap(), scenario);
     }
 }

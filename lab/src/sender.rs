@@ -28,6 +28,7 @@ use flowshare_controllers::RttEstimate;
 use flowshare_controllers::SentPacket;
 use flowshare_controllers::Time;
 
+use crate::result::SenderStats;
 use crate::Nanos;
 
 /// RFC 9002 kPacketThreshold.
@@ -195,27 +196,6 @@ impl RttEstimator {
     fn pto(&self, max_ack_delay: Nanos) -> Nanos {
         self.smoothed + (4 * self.variation).max(GRANULARITY) + max_ack_delay
     }
-}
-
-/// The sender's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SenderStats {
-    /// Packets sent.
-    pub packets_sent: u64,
-    /// Packets declared lost.
-    pub packets_lost: u64,
-    /// Loss events: congestion events that declared at least one packet
-    /// lost after the previous event's recovery period ended, counted by the
-    /// controller (`Counters::loss_events`) and mirrored here.
-    pub loss_events: u64,
-    /// PTOs that fired.
-    pub timeouts: u64,
-    /// Persistent congestion episodes.
-    pub persistent_congestion: u64,
-    /// Sum of RTT samples, ns, and their number.
-    pub rtt_sum: u128,
-    /// Number of RTT samples.
-    pub rtt_samples: u64,
 }
 
 /// A packet the sender put on the wire.

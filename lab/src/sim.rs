@@ -1,456 +1,52 @@
 //! The discrete-event engine: virtual time, one event queue, the network,
 //! the endpoints and the traffic sources of one run.
 //!
-//! Events are small `Copy` values in a binary heap ordered by time and then
-//! by insertion order, so simultaneous events run in the order they were
-//! scheduled and a run depends only on its setup and seed. Flows, links and
-//! connections live in vectors indexed by ids; a data packet costs one
-//! event per hop plus its delivery, and every second packet an
-//! acknowledgement. Timers are lazy: a flow keeps the time its timer entry
-//! was scheduled for and only pushes a new entry when the deadline moves
-//! earlier, so re-arming on every acknowledgement costs nothing.
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-use std::collections::VecDeque;
+//! Events (`events`) run in the order of their time and then of
+//! their scheduling, so a run depends only on its [`Setup`] and seed. Flows
+//! (`flow`), links and connections live in vectors indexed by ids;
+//! a data packet costs one event per hop plus its delivery, and every
+//! second packet an acknowledgement. Timers are lazy: a flow keeps the time
+//! its timer entry was scheduled for and only pushes a new entry when the
+//! deadline moves earlier, so re-arming on every acknowledgement costs
+//! nothing. What a run measured is a [`RunResult`].
 
 use flowshare_controllers::mcompound::McompoundGroup;
 use flowshare_controllers::Controller;
 use flowshare_controllers::Params;
 use flowshare_controllers::Spec;
 
+use crate::events::Event;
+use crate::events::EventQueue;
+use crate::events::Packet;
+use crate::flow::Cbr;
+use crate::flow::Endpoint;
+use crate::flow::Flow;
+use crate::flow::Receiver;
+use crate::flow::Route;
+use crate::flow::Segments;
+use crate::flow::Transport;
 use crate::network::Link;
-use crate::network::LinkSpec;
-use crate::network::LinkStats;
 use crate::network::Offer;
+use crate::result::Completion;
+use crate::result::ConnectionResult;
+use crate::result::LinkResult;
+use crate::result::RunResult;
+use crate::result::SenderStats;
 use crate::rng::Rng;
 use crate::sender::Data;
 use crate::sender::Emitted;
 use crate::sender::Sender;
 use crate::sender::SenderConfig;
-use crate::sender::SenderStats;
 use crate::sender::Transfer;
 use crate::sender::BULK;
+use crate::setup::Setup;
+use crate::setup::Traffic;
 use crate::Nanos;
-
-/// What a connection is in the fairness metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The weighted flow (aggregate) under test.
-    Weighted,
-    /// A standard flow the weighted one is compared with.
-    Standard,
-    /// Cross traffic, left out of the fairness metrics.
-    Other,
-}
-
-/// The traffic a connection carries.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Traffic {
-    /// An endless stream; optionally a timed transfer of `segments` joins it
-    /// at `at` and gets one packet in `share`.
-    Bulk {
-        /// The transfer that joins, if any.
-        join: Option<Join>,
-    },
-    /// A transfer of `segments` packets; its completion time is recorded.
-    Transfer {
-        /// Size in packets.
-        segments: u32,
-    },
-    /// Unresponsive constant bit rate, alternating `on` and `off` periods
-    /// (exponentially distributed with these means) if given.
-    Cbr {
-        /// Rate while on, bit/s.
-        rate_bps: f64,
-        /// Mean on and off periods, seconds; always on if `None`.
-        on_off: Option<(f64, f64)>,
-    },
-    /// Web-like: objects of Pareto-distributed size, each on a new
-    /// connection, separated by exponentially distributed think times.
-    Web {
-        /// Mean object size, bytes.
-        mean_object_bytes: f64,
-        /// Pareto shape of the object sizes.
-        pareto_shape: f64,
-        /// Mean think time, seconds.
-        mean_off_seconds: f64,
-    },
-}
-
-/// A transfer joining a bulk connection.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Join {
-    /// When it joins.
-    pub at: Nanos,
-    /// Its size in packets.
-    pub segments: u32,
-    /// It gets one packet in this many.
-    pub share: u32,
-}
-
-/// One connection of a setup: a controller (none for CBR) on one path per
-/// subflow.
-#[derive(Clone, Debug)]
-pub struct ConnectionSetup {
-    /// Label in reports.
-    pub label: String,
-    /// The controller spec, for responsive traffic.
-    pub cc: Option<Spec>,
-    /// Role in the metrics.
-    pub role: Role,
-    /// Link indices of each subflow's path.
-    pub paths: Vec<Vec<usize>>,
-    /// One-way access delay added before the first link and on the way back.
-    pub access_delay: Nanos,
-    /// Up to this much extra access delay per packet, uniformly drawn.
-    pub jitter: Nanos,
-    /// When the connection starts.
-    pub start: Nanos,
-    /// When it stops sending new data.
-    pub stop: Option<Nanos>,
-    /// What it sends.
-    pub traffic: Traffic,
-}
-
-/// A complete, validated description of one run.
-#[derive(Clone, Debug)]
-pub struct Setup {
-    /// Scenario name.
-    pub name: String,
-    /// Simulated time.
-    pub duration: Nanos,
-    /// Metrics ignore what happens before this.
-    pub warmup: Nanos,
-    /// Width of the throughput bins.
-    pub bin: Nanos,
-    /// Packet size on the wire, bytes.
-    pub packet_bytes: u32,
-    /// Pace when the controller gives a pacing rate.
-    pub pacing: bool,
-    /// Receivers acknowledge every this many packets...
-    pub ack_every: u32,
-    /// ...or this long after the first unacknowledged one.
-    pub max_ack_delay: Nanos,
-    /// Connections starting at 0 start up to this much later.
-    pub start_spread: Nanos,
-    /// Links.
-    pub links: Vec<LinkSpec>,
-    /// Connections.
-    pub connections: Vec<ConnectionSetup>,
-}
 
 /// RTT the senders assume before their first sample (RFC 9002: 333 ms).
 const INITIAL_RTT: Nanos = 333_000_000;
 /// Initial window in packets (RFC 9002: 10).
 const INITIAL_WINDOW_PACKETS: usize = 10;
-
-/// A data or CBR packet in the network.
-#[derive(Clone, Copy, Debug)]
-struct Packet {
-    number: u64,
-    flow: u32,
-    segment: u32,
-    bytes: u32,
-    epoch: u16,
-    hop: u8,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Event {
-    /// A packet arrives at hop `hop` of its path (the receiver past the last).
-    Arrive(Packet),
-    /// An acknowledgement reaches the sender: the receiver's log up to
-    /// `log_end` is acknowledged.
-    Ack {
-        flow: u32,
-        epoch: u16,
-        log_end: u64,
-        largest: u64,
-        ack_delay: Nanos,
-    },
-    LossTimer {
-        flow: u32,
-    },
-    PacingWake {
-        flow: u32,
-    },
-    AckTimer {
-        flow: u32,
-    },
-    Start {
-        flow: u32,
-    },
-    Stop {
-        flow: u32,
-    },
-    Join {
-        flow: u32,
-    },
-    CbrSend {
-        flow: u32,
-    },
-    CbrToggle {
-        flow: u32,
-    },
-    WebObject {
-        flow: u32,
-    },
-    /// The warm-up ends.
-    Measure,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Scheduled {
-    time: Nanos,
-    seq: u64,
-    event: Event,
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
-    }
-}
-
-impl Eq for Scheduled {}
-
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Scheduled {
-    /// Reversed: the heap's greatest element is the earliest event.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
-    }
-}
-
-#[derive(Debug, Default)]
-struct EventQueue {
-    heap: BinaryHeap<Scheduled>,
-    seq: u64,
-    processed: u64,
-}
-
-impl EventQueue {
-    fn push(&mut self, time: Nanos, event: Event) {
-        self.seq += 1;
-        self.heap.push(Scheduled { time, seq: self.seq, event });
-    }
-}
-
-/// How a flow's packets reach the network and its acknowledgements return.
-#[derive(Clone, Debug)]
-struct Route {
-    /// Index of the first link of the path in `Simulation::path_links`.
-    path_start: u32,
-    /// Number of links on the path.
-    path_len: u8,
-    access_delay: Nanos,
-    jitter: Nanos,
-    /// One-way delay of acknowledgements: access plus link delays.
-    return_delay: Nanos,
-    /// Latest arrival scheduled at the first link: jitter never reorders a
-    /// flow's packets on its access link.
-    last_out: Nanos,
-    /// Latest acknowledgement arrival scheduled.
-    last_back: Nanos,
-}
-
-impl Route {
-    fn jittered(&self, base: Nanos, rng: &mut Rng) -> Nanos {
-        if self.jitter == 0 {
-            base
-        } else {
-            base + rng.below(self.jitter as f64) as Nanos
-        }
-    }
-
-    fn outbound(&mut self, now: Nanos, rng: &mut Rng) -> Nanos {
-        let at = self.jittered(now + self.access_delay, rng).max(self.last_out);
-        self.last_out = at;
-        at
-    }
-
-    fn inbound(&mut self, now: Nanos, rng: &mut Rng) -> Nanos {
-        let at = self.jittered(now + self.return_delay, rng).max(self.last_back);
-        self.last_back = at;
-        at
-    }
-}
-
-/// Which packets of a timed transfer arrived.
-#[derive(Clone, Debug)]
-struct Segments {
-    bits: Vec<u64>,
-    received: u32,
-    total: u32,
-    started: Nanos,
-    /// Bytes the transfer is, for the report.
-    bytes: u64,
-}
-
-impl Segments {
-    fn new(total: u32, started: Nanos, bytes: u64) -> Segments {
-        Segments { bits: vec![0; (total as usize).div_ceil(64)], received: 0, total, started, bytes }
-    }
-
-    /// Records `segment`; returns whether that completed the transfer.
-    fn receive(&mut self, segment: u32) -> bool {
-        let (word, bit) = ((segment / 64) as usize, segment % 64);
-        let Some(slot) = self.bits.get_mut(word) else { return false };
-        if *slot & (1 << bit) != 0 {
-            return false;
-        }
-        *slot |= 1 << bit;
-        self.received += 1;
-        self.received == self.total
-    }
-}
-
-/// The receiving end of a transport flow.
-#[derive(Debug)]
-struct Receiver {
-    largest: Option<u64>,
-    largest_at: Nanos,
-    unacknowledged: u32,
-    /// Packet numbers received and not yet acknowledged to the sender, from
-    /// absolute position `log_base`: an acknowledgement carries the position
-    /// it covers, which is what a QUIC ACK frame's ranges tell.
-    log: VecDeque<u64>,
-    log_base: u64,
-    ack_deadline: Option<Nanos>,
-    ack_timer_scheduled: Option<Nanos>,
-    transfer: Option<Segments>,
-}
-
-impl Receiver {
-    fn new() -> Receiver {
-        Receiver {
-            largest: None,
-            largest_at: 0,
-            unacknowledged: 0,
-            log: VecDeque::with_capacity(16),
-            log_base: 0,
-            ack_deadline: None,
-            ack_timer_scheduled: None,
-            transfer: None,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Transport {
-    spec: Spec,
-    /// The MCompound group of the connection's subflows.
-    group: Option<McompoundGroup>,
-    sender: Sender,
-    receiver: Receiver,
-    /// Incremented for every new connection of a web source; packets and
-    /// acknowledgements of earlier ones are ignored.
-    epoch: u16,
-    timer_scheduled: Option<Nanos>,
-    pacing_scheduled: Option<Nanos>,
-    /// Sender counters at the end of the warm-up.
-    stats_at_warmup: SenderStats,
-    /// Sender counters of the finished connections of a web source.
-    finished_stats: SenderStats,
-}
-
-#[derive(Debug)]
-struct Cbr {
-    rate_bps: f64,
-    on_off: Option<(f64, f64)>,
-    on: bool,
-    next_number: u64,
-}
-
-#[derive(Debug)]
-enum Endpoint {
-    Transport(Box<Transport>),
-    Cbr(Cbr),
-}
-
-/// A flow: one subflow of a connection, or a CBR source.
-#[derive(Debug)]
-struct Flow {
-    connection: u32,
-    route: Route,
-    endpoint: Endpoint,
-    stopped: bool,
-}
-
-/// A completed timed transfer.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Completion {
-    /// When it started, seconds.
-    pub start_s: f64,
-    /// How long it took until the receiver had every byte, seconds.
-    pub duration_s: f64,
-    /// Its size in bytes.
-    pub bytes: u64,
-}
-
-/// Everything measured about one connection.
-#[derive(Clone, Debug)]
-pub struct ConnectionResult {
-    /// Label.
-    pub label: String,
-    /// Controller spec (`cbr` for CBR).
-    pub cc: String,
-    /// Flowshares the spec asks for.
-    pub weight: f64,
-    /// Role in the metrics.
-    pub role: Role,
-    /// Bytes delivered per bin over the whole run.
-    pub bins: Vec<u64>,
-    /// Throughput after the warm-up, bits per second.
-    pub throughput_bps: f64,
-    /// Sender counters after the warm-up, summed over subflows.
-    pub stats: SenderStats,
-    /// Timed transfers that completed.
-    pub completions: Vec<Completion>,
-}
-
-/// Everything measured about one link.
-#[derive(Clone, Debug)]
-pub struct LinkResult {
-    /// Name.
-    pub name: String,
-    /// Rate, bits per second.
-    pub rate_bps: f64,
-    /// Counters after the warm-up.
-    pub stats: LinkStats,
-    /// Bytes sent over the measured time per byte the link could send.
-    pub utilization: f64,
-}
-
-/// The outcome of a run.
-#[derive(Clone, Debug)]
-pub struct RunResult {
-    /// Scenario name.
-    pub name: String,
-    /// Seed.
-    pub seed: u64,
-    /// Measured time (duration minus warm-up), seconds.
-    pub measured_seconds: f64,
-    /// Warm-up, seconds.
-    pub warmup_seconds: f64,
-    /// Bin width, seconds.
-    pub bin_seconds: f64,
-    /// Per connection.
-    pub connections: Vec<ConnectionResult>,
-    /// Per link.
-    pub links: Vec<LinkResult>,
-    /// Data packets sent by all flows over the whole run.
-    pub packets_sent: u64,
-    /// Events processed.
-    pub events: u64,
-}
 
 /// One run in progress.
 pub struct Simulation {
@@ -840,7 +436,7 @@ impl Simulation {
         let bytes = self.rng.pareto(pareto_shape, mean_object_bytes).max(1.0);
         let segments = (bytes / self.setup.packet_bytes as f64).ceil().clamp(1.0, u32::MAX as f64) as u32;
         let finished = transport.sender.stats;
-        accumulate(&mut transport.finished_stats, &finished);
+        transport.finished_stats.add(&finished);
         transport.epoch = transport.epoch.wrapping_add(1);
         let controller = build_controller(&transport.spec, transport.group.as_ref(), &self.params);
         transport.sender = Sender::new(self.sender_config, controller, Data::transfer(segments));
@@ -892,7 +488,7 @@ impl Simulation {
         for flow in &mut self.flows {
             if let Endpoint::Transport(transport) = &mut flow.endpoint {
                 let mut at_warmup = transport.finished_stats;
-                accumulate(&mut at_warmup, &transport.sender.stats);
+                at_warmup.add(&transport.sender.stats);
                 transport.stats_at_warmup = at_warmup;
             }
         }
@@ -908,9 +504,9 @@ impl Simulation {
             match &flow.endpoint {
                 Endpoint::Transport(transport) => {
                     let mut total = transport.finished_stats;
-                    accumulate(&mut total, &transport.sender.stats);
+                    total.add(&transport.sender.stats);
                     packets_sent += total.packets_sent;
-                    accumulate(&mut stats[flow.connection as usize], &difference(&total, &transport.stats_at_warmup));
+                    stats[flow.connection as usize].add(&total.since(&transport.stats_at_warmup));
                 }
                 Endpoint::Cbr(cbr) => packets_sent += cbr.next_number,
             }
@@ -965,27 +561,5 @@ fn build_controller(spec: &Spec, group: Option<&McompoundGroup>, params: &Params
         // The spec is an MCompound spec, which every group accepts.
         Some(group) => group.build(spec, params).unwrap_or_else(|_| spec.build(params)),
         None => spec.build(params),
-    }
-}
-
-fn accumulate(total: &mut SenderStats, more: &SenderStats) {
-    total.packets_sent += more.packets_sent;
-    total.packets_lost += more.packets_lost;
-    total.loss_events += more.loss_events;
-    total.timeouts += more.timeouts;
-    total.persistent_congestion += more.persistent_congestion;
-    total.rtt_sum += more.rtt_sum;
-    total.rtt_samples += more.rtt_samples;
-}
-
-fn difference(total: &SenderStats, before: &SenderStats) -> SenderStats {
-    SenderStats {
-        packets_sent: total.packets_sent - before.packets_sent,
-        packets_lost: total.packets_lost - before.packets_lost,
-        loss_events: total.loss_events - before.loss_events,
-        timeouts: total.timeouts - before.timeouts,
-        persistent_congestion: total.persistent_congestion - before.persistent_congestion,
-        rtt_sum: total.rtt_sum - before.rtt_sum,
-        rtt_samples: total.rtt_samples - before.rtt_samples,
     }
 }

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::sim::RunResult;
-use crate::sim::Setup;
+use crate::result::RunResult;
+use crate::setup::Setup;
 use crate::sim::Simulation;
 
 /// One simulation to run.

@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
-use flowshare_lab::experiments;
-use flowshare_lab::experiments::Options;
+use flowshare_lab::experiments::fairness;
+use flowshare_lab::experiments::mcompound;
+use flowshare_lab::experiments::validate;
+use flowshare_lab::options::Options;
 use flowshare_lab::scenario::Scenario;
 use flowshare_lab::sim::Simulation;
 use serde_json::Value;
@@ -23,8 +25,8 @@ fn quick_fairness(threads: usize) -> Options {
         controllers: Some(vec!["multcp".into()]),
         peers: Some(vec!["reno".into()]),
         n: Some(vec![2.0, 4.0]),
-        duration: Some(20.0),
-        warmup: Some(5.0),
+        duration_s: Some(20.0),
+        warmup_s: Some(5.0),
         ..Options::default()
     }
 }
@@ -32,7 +34,7 @@ fn quick_fairness(threads: usize) -> Options {
 #[test]
 fn equal_rtt_reno_flows_share_within_jain_index_0_98() {
     // Issue 6 item 6: 8 Reno flows, 20 Mbit/s, 40 ms RTT, BDP drop-tail.
-    let (jain, run) = experiments::equal_rtt_jain("reno", 8, 20.0, 60.0, 1).unwrap();
+    let (jain, run) = validate::equal_rtt_jain("reno", 8, 20.0, 60.0, 1).unwrap();
     assert!(jain >= 0.98, "Jain index {jain}");
     assert!(flowshare_lab::metrics::utilization(&run) > 0.95);
 }
@@ -42,7 +44,7 @@ fn single_reno_flow_matches_the_tcp_equation_within_15_percent() {
     // Issue 6 item 6: the throughput of one Reno flow against RFC 5348's
     // equation for the loss event rate and mean RTT it measured, at 1%
     // random loss (about 2.7 Mbit/s on a 1 Gbit/s, 52 ms path).
-    let (measured, equation, p, _) = experiments::equation_check("reno", 0.01, 100.0, 1).unwrap();
+    let (measured, equation, p, _) = validate::equation_check("reno", 0.01, 100.0, 1).unwrap();
     assert!(p > 0.005 && p < 0.012, "loss event rate {p}");
     let error = measured / equation - 1.0;
     assert!(error.abs() < 0.15, "measured {measured} equation {equation}: {error}");
@@ -51,21 +53,21 @@ fn single_reno_flow_matches_the_tcp_equation_within_15_percent() {
 #[test]
 fn same_seed_gives_byte_identical_summary_whatever_the_thread_count() {
     let (a, b) = (temp_dir("det-a"), temp_dir("det-b"));
-    let first = experiments::fairness(&quick_fairness(1), &a).unwrap().summary;
-    let second = experiments::fairness(&quick_fairness(2), &b).unwrap().summary;
+    let first = fairness::run(&quick_fairness(1), &a).unwrap().summary;
+    let second = fairness::run(&quick_fairness(2), &b).unwrap().summary;
     flowshare_lab::report::write_summary(&a, &first).unwrap();
     flowshare_lab::report::write_summary(&b, &second).unwrap();
     assert_eq!(std::fs::read(a.join("summary.json")).unwrap(), std::fs::read(b.join("summary.json")).unwrap());
     let mut other_seed = quick_fairness(2);
     other_seed.seed = 8;
-    let third = experiments::fairness(&other_seed, &temp_dir("det-c")).unwrap().summary;
+    let third = fairness::run(&other_seed, &temp_dir("det-c")).unwrap().summary;
     assert_ne!(first, third, "another seed must give other runs");
 }
 
 #[test]
 fn fairness_summary_has_a_fairness_index_per_controller_and_n() {
     let dir = temp_dir("schema");
-    let summary = experiments::fairness(&quick_fairness(2), &dir).unwrap().summary;
+    let summary = fairness::run(&quick_fairness(2), &dir).unwrap().summary;
     assert_eq!(summary["scenario"], "fairness-quick");
     assert_eq!(summary["seed"], 7);
     for flow in summary["flows"].as_array().unwrap() {
@@ -170,8 +172,8 @@ fn bad_scenario_files_name_the_field() {
 fn mcompound_groups_stay_inside_their_run() {
     // Paper 003's shared bottleneck, quick: runs on two threads at once
     // give what one thread gives, so no group is shared between runs.
-    let options = |threads| Options { quick: true, seed: 3, threads, duration: Some(20.0), ..Options::default() };
-    let one = experiments::mcompound(&options(1), &temp_dir("mc-a")).unwrap().summary;
-    let two = experiments::mcompound(&options(2), &temp_dir("mc-b")).unwrap().summary;
+    let options = |threads| Options { quick: true, seed: 3, threads, duration_s: Some(20.0), ..Options::default() };
+    let one = mcompound::run(&options(1), &temp_dir("mc-a")).unwrap().summary;
+    let two = mcompound::run(&options(2), &temp_dir("mc-b")).unwrap().summary;
     assert_eq!(one, two);
 }

@@ -10,65 +10,85 @@
 //! | `utilization` | benchmark: one flow of each controller alone, 20 Mbit/s, 40 ms, BDP drop-tail |
 //! | `headroom` | benchmark: two quiche CUBIC flows at 50 to 300 Mbit/s, to find where ns-3 stops keeping real time |
 //!
-//! Cases are [`TestbedScenario`]s, so `flowshare compare` runs them in the
-//! lab as well.
+//! Cases are [`TestbedScenario`]s built with the lab's scenario
+//! constructors and options ([`flowshare_lab::options`]), so `flowshare
+//! compare` runs them in the lab as well. The controllers and peers they
+//! run by default come from the controllers' registry.
 
 use flowshare_controllers::registry;
+use flowshare_controllers::spec::Algorithm;
+use flowshare_controllers::spec::Standard;
 use flowshare_controllers::Spec;
-use flowshare_lab::experiments::accepts_fractional_weight;
-use flowshare_lab::experiments::weighted_controllers;
-use flowshare_lab::experiments::weighted_spec;
+use flowshare_lab::options::weighted_algorithms;
+use flowshare_lab::options::Options;
+use flowshare_lab::options::Weighted;
 use flowshare_lab::scenario::FlowConfig;
 use flowshare_lab::scenario::LinkConfig;
 use flowshare_lab::scenario::Scenario;
-use flowshare_lab::sim::Role;
+use flowshare_lab::scenario::BOTTLENECK;
+use flowshare_lab::scenario::TESTBED_START_SPREAD_S;
+use flowshare_lab::setup::Role;
 
 use crate::scenario::TestbedScenario;
 use crate::scenario::Transport;
 
-/// The built-in scenario names.
-pub const BUILTINS: &[&str] = &["crosstraffic", "weighted", "transient", "multipath", "utilization", "headroom"];
+/// One built-in scenario of the catalogue.
+pub struct Builtin {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// Its cases for the options; specs it leaves out go to the list.
+    cases: fn(&Options, &mut Vec<String>) -> Result<Vec<Case>, String>,
+    /// The options it reads, as flags; the command line notes the others.
+    pub uses: &'static [&'static str],
+}
 
-/// The controllers `utilization` runs alone by default: quiche's, each
-/// flowshare algorithm at weight one, and Linux's.
-const SINGLE_FLOWS: &[&str] = &[
-    "cubic",
-    "reno",
-    "multcp",
-    "pa-multcp",
-    "mulcubic",
-    "multfrc",
-    "ctcp",
-    "mcompound:group=1",
-    "tcp-cubic",
-    "tcp-reno",
+/// Every built-in scenario.
+pub static BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "crosstraffic",
+        cases: crosstraffic,
+        uses: &["seeds", "controllers", "n", "bandwidths", "rtt", "queue", "duration", "warmup"],
+    },
+    Builtin {
+        name: "weighted",
+        cases: weighted,
+        uses: &["seeds", "controllers", "n", "peers", "m", "bandwidths", "rtt", "queue", "duration", "warmup"],
+    },
+    Builtin {
+        name: "transient",
+        cases: transient,
+        uses: &["seeds", "controllers", "n", "peers", "m", "bandwidths", "rtt", "queue", "duration", "warmup"],
+    },
+    Builtin {
+        name: "multipath",
+        cases: multipath,
+        uses: &["seeds", "bandwidths", "rtt", "queue", "duration", "warmup"],
+    },
+    Builtin {
+        name: "utilization",
+        cases: utilization,
+        uses: &["seeds", "controllers", "n", "bandwidths", "rtt", "queue", "duration", "warmup"],
+    },
+    Builtin {
+        name: "headroom",
+        cases: headroom,
+        uses: &["seeds", "controllers", "bandwidths", "rtt", "queue", "duration", "warmup"],
+    },
 ];
 
-/// The rates `headroom` steps through, Mbit/s.
-const HEADROOM_RATES: &[f64] = &[50.0, 100.0, 150.0, 200.0, 250.0, 300.0];
+/// The built-in called `name`.
+pub fn find(name: &str) -> Result<&'static Builtin, String> {
+    BUILTINS.iter().find(|builtin| builtin.name == name).ok_or_else(|| {
+        let names: Vec<&str> = BUILTINS.iter().map(|builtin| builtin.name).collect();
+        format!("{name:?} is neither a scenario file nor a built-in scenario (built-ins: {})", names.join(", "))
+    })
+}
 
-/// Options that change the built-ins; `None` keeps their defaults.
-#[derive(Clone, Debug, Default)]
-pub struct BuiltinOptions {
-    /// The short form.
-    pub quick: bool,
-    /// Weighted controllers (names, or specs without `n`).
-    pub controllers: Option<Vec<String>>,
-    /// Weights.
-    pub n: Option<Vec<f64>>,
-    /// Standard peers: `cubic`, `reno` (quiche), `tcp-cubic`, `tcp-reno`
-    /// (Linux).
-    pub peers: Option<Vec<String>>,
-    /// Standard flows per case (`weighted`, `transient`).
-    pub standard_flows: Option<usize>,
-    /// Bottleneck rate, Mbit/s.
-    pub bandwidth_mbps: Option<f64>,
-    /// Base RTT, ms.
-    pub rtt_ms: Option<f64>,
-    /// `droptail` or `red`.
-    pub queue: Option<String>,
-    /// Duration of each run, seconds.
-    pub duration_s: Option<f64>,
+impl Builtin {
+    /// The cases for `options`; `skipped` collects the specs left out.
+    pub fn cases(&self, options: &Options, skipped: &mut Vec<String>) -> Result<Vec<Case>, String> {
+        (self.cases)(options, skipped)
+    }
 }
 
 /// One case of a built-in.
@@ -80,42 +100,73 @@ pub struct Case {
     pub scenario: TestbedScenario,
 }
 
+/// The rates `headroom` steps through, Mbit/s.
+const HEADROOM_RATES: &[f64] = &[50.0, 100.0, 150.0, 200.0, 250.0, 300.0];
+
+/// The controller the quick forms run.
+const QUICK_CONTROLLER: &str = "multcp";
+
+/// The spec of `multipath`'s subflows: one group, in one server process.
+const GROUP_SPEC: &str = "mcompound:group=1";
+
+/// What names a Linux TCP peer: `tcp-cubic` is iperf3 with Linux's CUBIC.
+const LINUX: &str = "tcp-";
+
+/// The standard algorithms, CUBIC (the default of Linux and of quiche)
+/// first.
+fn standard_algorithms() -> Vec<&'static Algorithm> {
+    let mut standard: Vec<&Algorithm> = registry::standard().collect();
+    standard.sort_by_key(|algorithm| algorithm.standard != Some(Standard::Cubic));
+    standard
+}
+
+/// The name of a standard algorithm.
+fn standard_name(standard: Standard) -> String {
+    Spec::of_standard(standard).name().to_string()
+}
+
+/// The peers quiche runs: its standard algorithms.
+fn quiche_peers() -> Vec<String> {
+    standard_algorithms().iter().map(|algorithm| algorithm.name.to_string()).collect()
+}
+
+/// The peers Linux runs: iperf3 with its standard algorithms.
+fn linux_peers() -> Vec<String> {
+    quiche_peers().iter().map(|name| format!("{LINUX}{name}")).collect()
+}
+
+/// Every peer name.
+fn peer_names() -> Vec<String> {
+    [quiche_peers(), linux_peers()].concat()
+}
+
+/// A scenario of the testbed's built-ins over `links`.
 fn scenario(name: &str, duration: f64, warmup: f64, links: Vec<LinkConfig>) -> Scenario {
-    Scenario {
-        name: name.into(),
-        duration_s: duration,
-        warmup_s: warmup,
-        packet_bytes: 1500,
-        pacing: true,
-        ack_every: 2,
-        max_ack_delay_ms: 25.0,
-        bin_s: 0.1,
-        start_spread_s: 1.0,
-        links,
-        flows: Vec::new(),
+    Scenario::new(name, duration, warmup, TESTBED_START_SPREAD_S, links)
+}
+
+/// A drop-tail BDP link at `rtt_ms`, or the discipline of `--queue`.
+fn link(name: &str, rate_mbps: f64, rtt_ms: f64, options: &Options) -> LinkConfig {
+    let link = LinkConfig::droptail_bdp(name, rate_mbps, rtt_ms);
+    match &options.queue {
+        Some(queue) => link.with_queue(queue),
+        None => link,
     }
 }
 
-fn link(name: &str, rate_mbps: f64, rtt_ms: f64, queue: &str) -> LinkConfig {
-    let mut link = LinkConfig::droptail_bdp(name, rate_mbps, rtt_ms / 2.0, rtt_ms);
-    link.queue = queue.into();
-    link
-}
-
 fn flow(cc: &str, count: usize, path: &[&str], role: Role) -> FlowConfig {
-    let mut flow = FlowConfig::bulk(cc, count, path);
-    flow.role = Some(role);
-    flow
+    FlowConfig::bulk(cc, count, path).with_role(role)
 }
 
 /// A standard peer as a flow entry and its transport.
 fn peer(name: &str, count: usize, path: &[&str]) -> Result<(FlowConfig, Transport), String> {
-    let (cc, transport) = match name {
-        "cubic" | "reno" => (name, Transport::Quic),
-        "tcp-cubic" => ("cubic", Transport::Tcp),
-        "tcp-reno" => ("reno", Transport::Tcp),
-        other => return Err(format!("--peers {other} is not a peer (accepted: cubic, reno, tcp-cubic, tcp-reno)")),
+    let (cc, transport) = match name.strip_prefix(LINUX) {
+        Some(algorithm) => (algorithm, Transport::Tcp),
+        None => (name, Transport::Quic),
     };
+    if !quiche_peers().iter().any(|peer| peer == cc) {
+        return Err(format!("--peers {name} is not a peer (accepted: {})", peer_names().join(", ")));
+    }
     let mut entry = flow(cc, count, path, Role::Standard);
     if transport == Transport::Tcp {
         entry.label = Some(format!("linux-{cc}"));
@@ -130,213 +181,201 @@ fn build(mut scenario: Scenario, flows: Vec<(FlowConfig, Transport)>) -> Testbed
     TestbedScenario { scenario, transports, blackholes }
 }
 
-/// Weighted specs for `controllers` x `weights`, skipping fractional
-/// weights where a controller has none and names the spec language does
-/// not know; `skipped` collects those.
+/// `--controllers`; by default every weighted algorithm, or MulTCP alone in
+/// the quick form.
+fn controllers(options: &Options) -> Vec<String> {
+    match &options.controllers {
+        Some(controllers) => controllers.clone(),
+        None if options.quick => vec![QUICK_CONTROLLER.into()],
+        None => weighted_algorithms(),
+    }
+}
+
+/// The canonical specs of `controllers` at each of `weights`, controller by
+/// controller; `skipped` collects the names that are no weighted
+/// controller and the weights a controller does not accept.
 fn weighted_specs(controllers: &[String], weights: &[f64], skipped: &mut Vec<String>) -> Vec<String> {
+    let (weighted, others) = Weighted::parse_all(controllers);
+    skipped.extend(others);
     let mut specs = Vec::new();
-    for controller in controllers {
+    for controller in &weighted {
         for &n in weights {
-            let spec = weighted_spec(controller, n);
-            if n < 1.0 && !accepts_fractional_weight(controller) {
-                skipped.push(spec);
-            } else if spec.parse::<Spec>().is_ok() {
-                specs.push(spec);
-            } else {
-                skipped.push(spec);
+            match controller.at(n) {
+                Ok(spec) => specs.push(spec.to_string()),
+                Err(_) => skipped.push(format!("{} at n = {n}", controller.name)),
             }
         }
     }
     specs
 }
 
-fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
+/// The cases of built-in `name`; `skipped` collects specs left out.
+pub fn cases(name: &str, options: &Options, skipped: &mut Vec<String>) -> Result<Vec<Case>, String> {
+    find(name)?.cases(options, skipped)
 }
 
-/// The cases of built-in `name`; `skipped` collects specs left out.
-pub fn cases(name: &str, options: &BuiltinOptions, skipped: &mut Vec<String>) -> Result<Vec<Case>, String> {
+fn crosstraffic(options: &Options, skipped: &mut Vec<String>) -> Result<Vec<Case>, String> {
     let quick = options.quick;
-    let queue = options.queue.clone().unwrap_or_else(|| "droptail".into());
-    if queue != "droptail" && queue != "red" {
-        return Err(format!("--queue {queue} is not a queue (accepted: droptail, red)"));
-    }
-    let controllers = options.controllers.clone().unwrap_or_else(|| weighted_controllers());
+    let duration = options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 });
+    let warmup = options.warmup_s.unwrap_or(if quick { 5.0 } else { 10.0 });
+    let weights = options.n.clone().unwrap_or(if quick { vec![2.0] } else { vec![1.0, 2.0, 4.0] });
+    let rate = options.bandwidth_mbps().unwrap_or(10.0);
+    let rtt = options.rtt_ms.unwrap_or(30.0);
     let mut cases = Vec::new();
-    match name {
-        "crosstraffic" => {
-            let (duration, warmup) =
-                (options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 }), if quick { 5.0 } else { 10.0 });
-            let weights = options.n.clone().unwrap_or(if quick { vec![2.0] } else { vec![1.0, 2.0, 4.0] });
-            let controllers = if quick && options.controllers.is_none() { names(&["multcp"]) } else { controllers };
-            let rate = options.bandwidth_mbps.unwrap_or(10.0);
-            let delay = options.rtt_ms.map_or(15.0, |rtt| rtt / 2.0);
-            for spec in weighted_specs(&controllers, &weights, skipped) {
-                let mut bottleneck = LinkConfig::droptail_bdp("bottleneck", rate, delay, 2.0 * delay);
-                // The interop runner's 25 packets at its 10 Mbit/s.
-                bottleneck.buffer_bdp = None;
-                bottleneck.buffer_packets = Some((25.0 * rate / 10.0).round().max(1.0) as usize);
-                bottleneck.queue = queue.clone();
-                let base = scenario(&format!("crosstraffic {spec}"), duration, warmup, vec![bottleneck]);
-                let flows = vec![
-                    (flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic),
-                    peer("tcp-cubic", 1, &["bottleneck"])?,
-                ];
-                cases.push(Case { name: format!("crosstraffic-{}", file_safe(&spec)), scenario: build(base, flows) });
-            }
+    for spec in weighted_specs(&controllers(options), &weights, skipped) {
+        // The interop runner's 25 packets at its 10 Mbit/s.
+        let packets = (25.0 * rate / 10.0).round().max(1.0) as usize;
+        let bottleneck = link(BOTTLENECK, rate, rtt, options).with_buffer_packets(packets);
+        let base = scenario(&format!("crosstraffic {spec}"), duration, warmup, vec![bottleneck]);
+        let flows = vec![
+            (flow(&spec, 1, &[BOTTLENECK], Role::Weighted), Transport::Quic),
+            peer(&format!("{LINUX}{}", standard_name(Standard::Cubic)), 1, &[BOTTLENECK])?,
+        ];
+        cases.push(Case { name: format!("crosstraffic-{}", file_safe(&spec)), scenario: build(base, flows) });
+    }
+    Ok(cases)
+}
+
+/// The peers `weighted` runs against by default: quiche's standard
+/// algorithms and Linux's default, CUBIC; in the quick form quiche's CUBIC.
+fn weighted_peers(options: &Options) -> Vec<String> {
+    let cubic = standard_name(Standard::Cubic);
+    match &options.peers {
+        Some(peers) => peers.clone(),
+        None if options.quick => vec![cubic],
+        None => [quiche_peers(), vec![format!("{LINUX}{cubic}")]].concat(),
+    }
+}
+
+fn weighted(options: &Options, skipped: &mut Vec<String>) -> Result<Vec<Case>, String> {
+    let quick = options.quick;
+    let duration = options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 });
+    let warmup = options.warmup_s.unwrap_or(if quick { 5.0 } else { 15.0 });
+    let weights = options.n.clone().unwrap_or(if quick { vec![2.0] } else { vec![0.5, 2.0, 4.0, 8.0] });
+    let peers = weighted_peers(options);
+    let m = options.standard_flows.unwrap_or(2);
+    let rate = options.bandwidth_mbps().unwrap_or(20.0);
+    let rtt = options.rtt_ms.unwrap_or(40.0);
+    let mut cases = Vec::new();
+    for spec in weighted_specs(&controllers(options), &weights, skipped) {
+        for peer_name in &peers {
+            let links = vec![link(BOTTLENECK, rate, rtt, options)];
+            let base = scenario(&format!("weighted {spec} vs {m} {peer_name}"), duration, warmup, links);
+            let flows = vec![
+                (flow(&spec, 1, &[BOTTLENECK], Role::Weighted), Transport::Quic),
+                peer(peer_name, m, &[BOTTLENECK])?,
+            ];
+            let name = format!("weighted-{}-vs-{m}-{peer_name}", file_safe(&spec));
+            cases.push(Case { name, scenario: build(base, flows) });
         }
-        "weighted" => {
-            let (duration, warmup) =
-                (options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 }), if quick { 5.0 } else { 15.0 });
-            let weights = options.n.clone().unwrap_or(if quick { vec![2.0] } else { vec![0.5, 2.0, 4.0, 8.0] });
-            let controllers = if quick && options.controllers.is_none() { names(&["multcp"]) } else { controllers };
-            let peers = options.peers.clone().unwrap_or_else(|| {
-                if quick {
-                    names(&["cubic"])
-                } else {
-                    names(&["cubic", "reno", "tcp-cubic"])
-                }
+    }
+    Ok(cases)
+}
+
+fn transient(options: &Options, skipped: &mut Vec<String>) -> Result<Vec<Case>, String> {
+    let duration = options.duration_s.unwrap_or(if options.quick { 30.0 } else { 90.0 });
+    let warmup = options.warmup_s.unwrap_or(duration / 9.0);
+    let weights = options.n.clone().unwrap_or(vec![4.0]);
+    let peer_name = options.first_peer().unwrap_or_else(|| standard_name(Standard::Cubic));
+    let m = options.standard_flows.unwrap_or(2);
+    let rate = options.bandwidth_mbps().unwrap_or(20.0);
+    let rtt = options.rtt_ms.unwrap_or(40.0);
+    let mut cases = Vec::new();
+    for spec in weighted_specs(&controllers(options), &weights, skipped) {
+        let links = vec![link(BOTTLENECK, rate, rtt, options)];
+        let base = scenario(&format!("transient {spec}"), duration, warmup, links);
+        let (on, off) = ((duration / 3.0).round(), (2.0 * duration / 3.0).round());
+        let cbr = FlowConfig::cbr(rate / 2.0, &[BOTTLENECK]).with_times(on, Some(off));
+        let flows = vec![
+            (flow(&spec, 1, &[BOTTLENECK], Role::Weighted), Transport::Quic),
+            peer(&peer_name, m, &[BOTTLENECK])?,
+            (cbr, Transport::Quic),
+        ];
+        cases.push(Case { name: format!("transient-{}", file_safe(&spec)), scenario: build(base, flows) });
+    }
+    Ok(cases)
+}
+
+fn multipath(options: &Options, _: &mut Vec<String>) -> Result<Vec<Case>, String> {
+    let duration = options.duration_s.unwrap_or(if options.quick { 20.0 } else { 60.0 });
+    let warmup = options.warmup_s.unwrap_or(duration / 6.0);
+    let rate = options.bandwidth_mbps().unwrap_or(if options.quick { 10.0 } else { 20.0 });
+    let rtt = options.rtt_ms.unwrap_or(40.0);
+    let group = |paths: &[&[&str]]| {
+        let entry = FlowConfig::multipath(GROUP_SPEC, paths).with_role(Role::Weighted).with_label("mcompound");
+        (entry, Transport::Quic)
+    };
+    let compound = |path: &str| (flow("ctcp", 1, &[path], Role::Standard), Transport::Quic);
+    let links = vec![link("path1", rate, rtt, options), link("path2", rate, rtt, options)];
+    let two = scenario("multipath two bottlenecks", duration, warmup, links);
+    let flows = vec![group(&[&["path1"], &["path2"]]), compound("path1")];
+    let mut cases = vec![Case { name: "multipath-two-bottlenecks".into(), scenario: build(two, flows) }];
+    let shared = scenario("multipath shared bottleneck", duration, warmup, vec![link("shared", rate, rtt, options)]);
+    let flows = vec![group(&[&["shared"], &["shared"]]), compound("shared")];
+    cases.push(Case { name: "multipath-shared-bottleneck".into(), scenario: build(shared, flows) });
+    Ok(cases)
+}
+
+/// The flows `utilization` runs alone by default: quiche's standard
+/// algorithms, every other algorithm of the registry (the weighted ones
+/// first, at `--n`), and Linux's standard algorithms.
+fn single_flows() -> Vec<String> {
+    let others = registry::ALGORITHMS.iter().filter(|algorithm| algorithm.standard.is_none());
+    let (weighted, unweighted): (Vec<&Algorithm>, Vec<&Algorithm>) = others.partition(|a| a.is_weighted());
+    let flowshare = weighted.iter().chain(&unweighted).map(|algorithm| {
+        if algorithm.grouped {
+            // A grouped algorithm needs a group ID; the lone connection is
+            // a group of its own.
+            format!("{}:group=1", algorithm.name)
+        } else {
+            algorithm.name.to_string()
+        }
+    });
+    quiche_peers().into_iter().chain(flowshare).chain(linux_peers()).collect()
+}
+
+fn utilization(options: &Options, skipped: &mut Vec<String>) -> Result<Vec<Case>, String> {
+    let quick = options.quick;
+    let duration = options.duration_s.unwrap_or(if quick { 15.0 } else { 30.0 });
+    let warmup = options.warmup_s.unwrap_or(if quick { 5.0 } else { 10.0 });
+    let n = options.first_n().unwrap_or(1.0);
+    let rate = options.bandwidth_mbps().unwrap_or(20.0);
+    let rtt = options.rtt_ms.unwrap_or(40.0);
+    let quiche_peers = quiche_peers();
+    let mut cases = Vec::new();
+    for name in options.controllers.clone().unwrap_or_else(single_flows) {
+        let links = vec![link(BOTTLENECK, rate, rtt, options)];
+        let base = scenario(&format!("utilization {name}"), duration, warmup, links);
+        let entry = if name.starts_with(LINUX) || quiche_peers.contains(&name) {
+            peer(&name, 1, &[BOTTLENECK])?
+        } else {
+            let spec = name.parse::<Spec>().and_then(|spec| match spec.algorithm().is_weighted() {
+                true => spec.reweighted(n),
+                false => Ok(spec),
             });
-            let m = options.standard_flows.unwrap_or(2);
-            let rate = options.bandwidth_mbps.unwrap_or(20.0);
-            let rtt = options.rtt_ms.unwrap_or(40.0);
-            for spec in weighted_specs(&controllers, &weights, skipped) {
-                for peer_name in &peers {
-                    let base = scenario(
-                        &format!("weighted {spec} vs {m} {peer_name}"),
-                        duration,
-                        warmup,
-                        vec![link("bottleneck", rate, rtt, &queue)],
-                    );
-                    let flows = vec![
-                        (flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic),
-                        peer(peer_name, m, &["bottleneck"])?,
-                    ];
-                    cases.push(Case {
-                        name: format!("weighted-{}-vs-{m}-{peer_name}", file_safe(&spec)),
-                        scenario: build(base, flows),
-                    });
-                }
-            }
-        }
-        "transient" => {
-            let duration = options.duration_s.unwrap_or(if quick { 30.0 } else { 90.0 });
-            let weights = options.n.clone().unwrap_or(vec![4.0]);
-            let controllers = if quick && options.controllers.is_none() { names(&["multcp"]) } else { controllers };
-            let peer_name = options.peers.as_ref().and_then(|p| p.first().cloned()).unwrap_or_else(|| "cubic".into());
-            let m = options.standard_flows.unwrap_or(2);
-            let rate = options.bandwidth_mbps.unwrap_or(20.0);
-            let rtt = options.rtt_ms.unwrap_or(40.0);
-            for spec in weighted_specs(&controllers, &weights, skipped) {
-                let base = scenario(
-                    &format!("transient {spec}"),
-                    duration,
-                    duration / 9.0,
-                    vec![link("bottleneck", rate, rtt, &queue)],
-                );
-                let mut cbr = flow("reno", 1, &["bottleneck"], Role::Other);
-                cbr.cc = None;
-                cbr.traffic = "cbr".into();
-                cbr.rate_mbps = Some(rate / 2.0);
-                cbr.start_s = (duration / 3.0).round();
-                cbr.stop_s = Some((2.0 * duration / 3.0).round());
-                cbr.label = Some("cbr".into());
-                let flows = vec![
-                    (flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic),
-                    peer(&peer_name, m, &["bottleneck"])?,
-                    (cbr, Transport::Quic),
-                ];
-                cases.push(Case { name: format!("transient-{}", file_safe(&spec)), scenario: build(base, flows) });
-            }
-        }
-        "multipath" => {
-            let duration = options.duration_s.unwrap_or(if quick { 20.0 } else { 60.0 });
-            let warmup = duration / 6.0;
-            let rate = options.bandwidth_mbps.unwrap_or(if quick { 10.0 } else { 20.0 });
-            let rtt = options.rtt_ms.unwrap_or(40.0);
-            let group = "mcompound:group=1";
-            if group.parse::<Spec>().is_err() {
-                skipped.push(group.into());
-                return Ok(cases);
-            }
-            let multipath = |paths: &[&[&str]]| {
-                let mut entry = flow(group, 1, &[], Role::Weighted);
-                entry.paths = paths.iter().map(|p| p.iter().map(|l| l.to_string()).collect()).collect();
-                entry.label = Some("mcompound".into());
-                (entry, Transport::Quic)
+            let Ok(spec) = spec else {
+                skipped.push(name);
+                continue;
             };
-            let two = scenario(
-                "multipath two bottlenecks",
-                duration,
-                warmup,
-                vec![link("path1", rate, rtt, &queue), link("path2", rate, rtt, &queue)],
-            );
-            let flows = vec![
-                multipath(&[&["path1"], &["path2"]]),
-                (flow("ctcp", 1, &["path1"], Role::Standard), Transport::Quic),
-            ];
-            cases.push(Case { name: "multipath-two-bottlenecks".into(), scenario: build(two, flows) });
-            let shared =
-                scenario("multipath shared bottleneck", duration, warmup, vec![link("shared", rate, rtt, &queue)]);
-            let flows = vec![
-                multipath(&[&["shared"], &["shared"]]),
-                (flow("ctcp", 1, &["shared"], Role::Standard), Transport::Quic),
-            ];
-            cases.push(Case { name: "multipath-shared-bottleneck".into(), scenario: build(shared, flows) });
-        }
-        "utilization" => {
-            let (duration, warmup) =
-                (options.duration_s.unwrap_or(if quick { 15.0 } else { 30.0 }), if quick { 5.0 } else { 10.0 });
-            let n = options.n.as_ref().and_then(|n| n.first().copied()).unwrap_or(1.0);
-            let rate = options.bandwidth_mbps.unwrap_or(20.0);
-            let rtt = options.rtt_ms.unwrap_or(40.0);
-            let names = options.controllers.clone().unwrap_or_else(|| names(SINGLE_FLOWS));
-            for name in names {
-                let base = scenario(
-                    &format!("utilization {name}"),
-                    duration,
-                    warmup,
-                    vec![link("bottleneck", rate, rtt, &queue)],
-                );
-                let entry = if name.starts_with("tcp-") || name == "cubic" || name == "reno" {
-                    peer(&name, 1, &["bottleneck"])?
-                } else {
-                    let weighted = registry::find(&name).is_some_and(|algorithm| algorithm.is_weighted());
-                    let spec = if weighted { weighted_spec(&name, n) } else { name.clone() };
-                    if spec.parse::<Spec>().is_err() {
-                        skipped.push(spec);
-                        continue;
-                    }
-                    (flow(&spec, 1, &["bottleneck"], Role::Weighted), Transport::Quic)
-                };
-                cases.push(Case {
-                    name: format!("utilization-{}", file_safe(&name)),
-                    scenario: build(base, vec![entry]),
-                });
-            }
-        }
-        "headroom" => {
-            let duration = options.duration_s.unwrap_or(if quick { 10.0 } else { 20.0 });
-            let rtt = options.rtt_ms.unwrap_or(20.0);
-            let rates = options.bandwidth_mbps.map_or_else(|| HEADROOM_RATES.to_vec(), |rate| vec![rate]);
-            let spec = options.controllers.as_ref().and_then(|c| c.first().cloned()).unwrap_or_else(|| "cubic".into());
-            for rate in rates {
-                let base = scenario(
-                    &format!("headroom {rate} Mbit/s"),
-                    duration,
-                    duration / 4.0,
-                    vec![link("bottleneck", rate, rtt, &queue)],
-                );
-                let flows = vec![(flow(&spec, 2, &["bottleneck"], Role::Standard), Transport::Quic)];
-                cases.push(Case { name: format!("headroom-{rate}"), scenario: build(base, flows) });
-            }
-        }
-        other => {
-            return Err(format!(
-                "{other:?} is neither a scenario file nor a built-in scenario (built-ins: {})",
-                BUILTINS.join(", ")
-            ))
-        }
+            (flow(&spec.to_string(), 1, &[BOTTLENECK], Role::Weighted), Transport::Quic)
+        };
+        cases.push(Case { name: format!("utilization-{}", file_safe(&name)), scenario: build(base, vec![entry]) });
+    }
+    Ok(cases)
+}
+
+fn headroom(options: &Options, _: &mut Vec<String>) -> Result<Vec<Case>, String> {
+    let duration = options.duration_s.unwrap_or(if options.quick { 10.0 } else { 20.0 });
+    let warmup = options.warmup_s.unwrap_or(duration / 4.0);
+    let rtt = options.rtt_ms.unwrap_or(20.0);
+    let rates = options.bandwidths_mbps.clone().unwrap_or_else(|| HEADROOM_RATES.to_vec());
+    let spec = options.first_controller().unwrap_or_else(|| standard_name(Standard::Cubic));
+    let mut cases = Vec::new();
+    for rate in rates {
+        let links = vec![link(BOTTLENECK, rate, rtt, options)];
+        let base = scenario(&format!("headroom {rate} Mbit/s"), duration, warmup, links);
+        let flows = vec![(flow(&spec, 2, &[BOTTLENECK], Role::Standard), Transport::Quic)];
+        cases.push(Case { name: format!("headroom-{rate}"), scenario: build(base, flows) });
     }
     Ok(cases)
 }
@@ -348,17 +387,25 @@ pub fn file_safe(spec: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
+    use flowshare_lab::options::FLAGS;
+
     use super::*;
 
     #[test]
-    fn every_builtin_plans_in_both_forms() {
-        for name in BUILTINS {
+    fn every_builtin_plans_in_both_forms_with_unique_case_names() {
+        for builtin in BUILTINS {
+            assert!(builtin.uses.iter().all(|flag| FLAGS.contains(flag)), "{}: {:?}", builtin.name, builtin.uses);
             for quick in [true, false] {
-                let options = BuiltinOptions { quick, ..Default::default() };
-                let cases = cases(name, &options, &mut Vec::new()).unwrap();
-                assert!(!cases.is_empty(), "{name}");
-                for case in cases {
+                let options = Options { quick, ..Default::default() };
+                let cases = builtin.cases(&options, &mut Vec::new()).unwrap();
+                assert!(!cases.is_empty(), "{}", builtin.name);
+                let names: BTreeSet<&str> = cases.iter().map(|case| case.name.as_str()).collect();
+                assert_eq!(names.len(), cases.len(), "{}: {names:?}", builtin.name);
+                for case in &cases {
                     case.scenario.plan(1, &mut String::new()).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+                    assert!(case.name.starts_with(builtin.name), "{}", case.name);
                 }
             }
         }
@@ -366,8 +413,7 @@ mod tests {
 
     #[test]
     fn quick_crosstraffic_is_one_flowshare_flow_against_linux_cubic() {
-        let cases =
-            cases("crosstraffic", &BuiltinOptions { quick: true, ..Default::default() }, &mut Vec::new()).unwrap();
+        let cases = cases("crosstraffic", &Options { quick: true, ..Default::default() }, &mut Vec::new()).unwrap();
         assert_eq!(cases.len(), 1);
         let plan = cases[0].scenario.plan(1, &mut String::new()).unwrap();
         assert_eq!(plan.flows.len(), 2);
@@ -379,28 +425,41 @@ mod tests {
     }
 
     #[test]
-    fn fractional_weights_are_skipped_for_controllers_without_them() {
-        let options = BuiltinOptions {
-            controllers: Some(vec!["multcp".into(), "mulcubic".into()]),
-            n: Some(vec![0.5]),
+    fn the_default_controllers_and_peers_come_from_the_registry() {
+        assert_eq!(peer_names(), ["cubic", "reno", "tcp-cubic", "tcp-reno"]);
+        assert_eq!(weighted_peers(&Options::default()), ["cubic", "reno", "tcp-cubic"]);
+        let single = single_flows();
+        assert_eq!(single[..2], ["cubic", "reno"]);
+        assert_eq!(single[single.len() - 2..], ["tcp-cubic", "tcp-reno"]);
+        for algorithm in registry::ALGORITHMS {
+            assert!(single.iter().any(|name| name.split(':').next() == Some(algorithm.name)), "{}", algorithm.name);
+        }
+        let cases = cases("weighted", &Options::default(), &mut Vec::new()).unwrap();
+        let weighted: BTreeSet<String> = cases.iter().filter_map(|c| c.scenario.scenario.flows[0].cc.clone()).collect();
+        assert_eq!(weighted.len(), weighted_algorithms().len() * 4);
+    }
+
+    #[test]
+    fn weights_a_controller_refuses_are_skipped() {
+        let options = Options {
+            controllers: Some(vec!["multcp".into(), "mulcubic".into(), "ctcp".into()]),
+            n: Some(vec![0.5, 0.005]),
             ..Default::default()
         };
         let mut skipped = Vec::new();
         let cases = cases("crosstraffic", &options, &mut skipped).unwrap();
         let specs: Vec<String> =
             cases.iter().map(|c| c.scenario.scenario.flows[0].cc.clone().unwrap_or_default()).collect();
-        for spec in &specs {
-            assert!(spec.parse::<Spec>().is_ok(), "{spec}");
-        }
-        assert_eq!(specs.len() + skipped.len(), 2);
+        assert_eq!(specs, ["multcp:n=0.5", "multcp:n=0.005", "mulcubic:n=0.5"]);
+        assert_eq!(skipped, ["ctcp", "mulcubic at n = 0.005"]);
     }
 
     #[test]
     fn unknown_builtins_and_peers_are_named() {
-        let error = cases("bogus", &BuiltinOptions::default(), &mut Vec::new()).unwrap_err();
+        let error = cases("bogus", &Options::default(), &mut Vec::new()).unwrap_err();
         assert!(error.starts_with("\"bogus\" is neither"), "{error}");
-        let options = BuiltinOptions { peers: Some(vec!["bbr".into()]), ..Default::default() };
+        let options = Options { peers: Some(vec!["bbr".into()]), ..Default::default() };
         let error = cases("weighted", &options, &mut Vec::new()).unwrap_err();
-        assert!(error.starts_with("--peers bbr"), "{error}");
+        assert_eq!(error, "--peers bbr is not a peer (accepted: cubic, reno, tcp-cubic, tcp-reno)");
     }
 }

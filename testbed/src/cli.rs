@@ -3,11 +3,14 @@
 //! ```text
 //! flowshare testbed run SCENARIO.toml|BUILTIN --out DIR [--quick] [--seed S] [--seeds K]
 //!                   [--controllers multcp,..] [--n 0.5,2] [--peers cubic,tcp-cubic] [--m M]
-//!                   [--bandwidth MBPS] [--rtt MS] [--queue droptail|red] [--duration S]
-//!                   [--max-load L] [--wait-quiet S] [--ns3 PATH] [--hard-limit MS]
+//!                   [--bandwidths MBPS] [--rtt MS] [--queue droptail|red] [--duration S]
+//!                   [--warmup S] [--max-load L] [--wait-quiet S] [--ns3 PATH] [--hard-limit MS]
 //! flowshare testbed check | clean | list
 //! flowshare compare SCENARIO.toml|BUILTIN [--out DIR] [same options]
 //! ```
+//!
+//! The scenario options are the lab's ([`OptionArgs`]): `flowshare lab
+//! EXPERIMENT` takes the same names for the same things.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -22,16 +25,17 @@ use serde_json::Value;
 
 use flowshare_lab::metrics;
 use flowshare_lab::metrics::mean_and_deviation;
+use flowshare_lab::options::OptionArgs;
+use flowshare_lab::options::Options;
 use flowshare_lab::report;
 use flowshare_lab::report::fmt;
 use flowshare_lab::report::Table;
+use flowshare_lab::result::RunResult;
 use flowshare_lab::rng::derive_seed;
-use flowshare_lab::sim::Role;
-use flowshare_lab::sim::RunResult;
+use flowshare_lab::setup::Role;
 use flowshare_lab::sim::Simulation;
 
 use crate::builtin;
-use crate::builtin::BuiltinOptions;
 use crate::builtin::Case;
 use crate::netns;
 use crate::requirements;
@@ -64,42 +68,10 @@ enum TestbedCommand {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ScenarioArgs {
     /// A scenario file (TOML, the lab's vocabulary plus `transport` and
-    /// `blackhole`) or a built-in: crosstraffic, weighted, transient,
-    /// multipath.
+    /// `blackhole`) or a built-in (`flowshare testbed list`).
     scenario: String,
-    /// The short form of a built-in (for CI).
-    #[arg(long)]
-    quick: bool,
-    /// Base seed; repetition k uses a seed derived from it.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Repetitions of each case.
-    #[arg(long, default_value_t = 1)]
-    seeds: usize,
-    /// Weighted controllers, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    controllers: Option<Vec<String>>,
-    /// Weights N, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    n: Option<Vec<f64>>,
-    /// Standard peers: cubic, reno (quiche), tcp-cubic, tcp-reno (Linux).
-    #[arg(long, value_delimiter = ',')]
-    peers: Option<Vec<String>>,
-    /// Standard flows per case.
-    #[arg(long)]
-    m: Option<usize>,
-    /// Bottleneck rate, Mbit/s.
-    #[arg(long)]
-    bandwidth: Option<f64>,
-    /// Base RTT, ms.
-    #[arg(long)]
-    rtt: Option<f64>,
-    /// Queue discipline: droptail or red.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Seconds per run.
-    #[arg(long)]
-    duration: Option<f64>,
+    #[command(flatten)]
+    options: OptionArgs,
 }
 
 /// Options of runs on this machine.
@@ -165,42 +137,38 @@ pub fn run(args: TestbedArgs) -> Result<(), String> {
             Ok(())
         }
         TestbedCommand::List => {
-            println!("{}", builtin::BUILTINS.join("\n"));
+            for builtin in builtin::BUILTINS {
+                println!("{}", builtin.name);
+            }
             Ok(())
         }
     }
 }
 
-/// The cases a scenario argument names.
-fn select(args: &ScenarioArgs) -> Result<(String, Vec<Case>), String> {
+/// The scenario a scenario argument names: its name, its cases and the
+/// options they run with.
+fn select(args: &ScenarioArgs) -> Result<(String, Vec<Case>, Options), String> {
+    let options = args.options.options()?;
     let path = Path::new(&args.scenario);
     if path.is_file() || args.scenario.ends_with(".toml") {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let scenario = TestbedScenario::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprint!("{}", options.note_unused(&args.scenario, &["seeds"]));
         let name = scenario.scenario.name.clone();
-        return Ok((name.clone(), vec![Case { name: builtin::file_safe(&name), scenario }]));
+        return Ok((name.clone(), vec![Case { name: builtin::file_safe(&name), scenario }], options));
     }
-    let options = BuiltinOptions {
-        quick: args.quick,
-        controllers: args.controllers.clone(),
-        n: args.n.clone(),
-        peers: args.peers.clone(),
-        standard_flows: args.m,
-        bandwidth_mbps: args.bandwidth,
-        rtt_ms: args.rtt,
-        queue: args.queue.clone(),
-        duration_s: args.duration,
-    };
+    let builtin = builtin::find(&args.scenario)?;
+    eprint!("{}", options.note_unused(builtin.name, builtin.uses));
     let mut skipped = Vec::new();
-    let cases = builtin::cases(&args.scenario, &options, &mut skipped)?;
+    let cases = builtin.cases(&options, &mut skipped)?;
     if !skipped.is_empty() {
         eprintln!("note: skipped {} (not accepted by the spec language)", skipped.join(", "));
     }
     if cases.is_empty() {
         return Err(format!("{}: no case left to run", args.scenario));
     }
-    let name = if args.quick { format!("{}-quick", args.scenario) } else { args.scenario.clone() };
-    Ok((name, cases))
+    let name = if options.quick { format!("{}-quick", args.scenario) } else { args.scenario.clone() };
+    Ok((name, cases, options))
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP set the flag instead of killing us, so that
@@ -258,7 +226,12 @@ struct Finished {
 
 /// Runs one case with one seed into `dir`.
 fn run_case(
-    case: &Case, seed: u64, dir: &Path, machine: &MachineArgs, budget: &mut Duration, interrupted: &AtomicBool,
+    case: &Case,
+    seed: u64,
+    dir: &Path,
+    machine: &MachineArgs,
+    budget: &mut Duration,
+    interrupted: &AtomicBool,
 ) -> Result<(Outcome, Value, String), String> {
     let mut notes = String::new();
     let plan = case.scenario.plan(seed, &mut notes)?;
@@ -270,7 +243,8 @@ fn run_case(
     let outcome = results::outcome(&plan, &measured);
     results::write(dir, &plan, &outcome, &measured)?;
     let mut summary = results::summary(&plan, &outcome, &measured);
-    summary["metrics"]["testbed"]["load_gate"] = json!({"max_load": machine.max_load, "load_at_start": load, "quiet": quiet});
+    summary["metrics"]["testbed"]["load_gate"] =
+        json!({"max_load": machine.max_load, "load_at_start": load, "quiet": quiet});
     report::write_summary(dir, &summary)?;
     let table = results::table(&plan, &outcome);
     Ok((outcome, summary, table))
@@ -301,20 +275,26 @@ impl Runs {
 }
 
 fn run_all(
-    name: &str, cases: &[Case], args: &ScenarioArgs, machine: &MachineArgs, out: &Path, interrupted: &AtomicBool,
+    name: &str,
+    cases: &[Case],
+    options: &Options,
+    machine: &MachineArgs,
+    out: &Path,
+    interrupted: &AtomicBool,
 ) -> Result<Runs, String> {
     // Every case is checked before the first run starts.
     for case in cases {
-        case.scenario.plan(args.seed, &mut String::new()).map_err(|e| format!("{}: {e}", case.name))?;
+        case.scenario.plan(options.seed, &mut String::new()).map_err(|e| format!("{}: {e}", case.name))?;
     }
-    let single = cases.len() == 1 && args.seeds == 1;
-    let total = cases.len() * args.seeds.max(1);
+    let seeds = options.seeds.unwrap_or(1);
+    let single = cases.len() == 1 && seeds == 1;
+    let total = cases.len() * seeds;
     let mut runs = Runs { finished: Vec::new(), failed: Vec::new() };
     let mut budget = Duration::from_secs_f64(machine.wait_quiet.max(0.0));
     for case in cases {
-        for replicate in 0..args.seeds.max(1) {
-            let seed = if args.seeds > 1 { derive_seed(args.seed, replicate as u64) } else { args.seed };
-            let dir_name = if args.seeds > 1 { format!("{}/seed-{replicate}", case.name) } else { case.name.clone() };
+        for replicate in 0..seeds {
+            let seed = if seeds > 1 { derive_seed(options.seed, replicate as u64) } else { options.seed };
+            let dir_name = if seeds > 1 { format!("{}/seed-{replicate}", case.name) } else { case.name.clone() };
             let dir = if single { out.to_path_buf() } else { out.join(&dir_name) };
             let number = runs.finished.len() + runs.failed.len() + 1;
             eprintln!("[testbed] {name}: run {number}/{total}: {dir_name} (seed {seed})");
@@ -336,17 +316,14 @@ fn run_all(
 
 fn run_scenarios(args: &RunArgs) -> Result<(), String> {
     requirements::check()?;
-    let (name, cases) = select(&args.scenario)?;
-    if args.scenario.seeds == 0 {
-        return Err("--seeds 0 is out of range; accepted range [1, ...)".into());
-    }
+    let (name, cases, options) = select(&args.scenario)?;
     for stale in netns::remove_stale() {
         eprintln!("note: removed namespace {stale} left by a run that was killed");
     }
     let interrupted = interrupt_flag()?;
-    let runs = run_all(&name, &cases, &args.scenario, &args.machine, &args.out, &interrupted)?;
+    let runs = run_all(&name, &cases, &options, &args.machine, &args.out, &interrupted)?;
     if runs.finished.len() + runs.failed.len() > 1 {
-        let (table, summary) = aggregate(&name, args.scenario.seed, &runs);
+        let (table, summary) = aggregate(&name, options.seed, &runs);
         print!("\n{name}: all runs\n{table}");
         report::write_summary(&args.out, &summary)?;
     }
@@ -359,18 +336,19 @@ fn run_scenarios(args: &RunArgs) -> Result<(), String> {
 /// metrics and the emulation's health, per case the spread over seeds.
 fn aggregate(name: &str, seed: u64, all: &Runs) -> (String, Value) {
     let finished = &all.finished;
-    let mut table = Table::new(&[
-        "run", "weighted Mbit/s", "standard Mbit/s", "FI", "Jain", "util", "max lag ms", "trusted",
-    ]);
+    let mut table =
+        Table::new(&["run", "weighted Mbit/s", "standard Mbit/s", "FI", "Jain", "util", "max lag ms", "trusted"]);
     let mut runs = Vec::new();
     let mut flows = Vec::new();
     for f in finished {
         let run = &f.outcome.run;
         let role_mean = |role: Role| {
-            let values: Vec<f64> = run.connections.iter().filter(|c| c.role == role).map(|c| c.throughput_bps).collect();
+            let values: Vec<f64> =
+                run.connections.iter().filter(|c| c.role == role).map(|c| c.throughput_bps).collect();
             (!values.is_empty()).then(|| mean_and_deviation(&values).0)
         };
-        let throughputs: Vec<f64> = run.connections.iter().filter(|c| c.role != Role::Other).map(|c| c.throughput_bps).collect();
+        let throughputs: Vec<f64> =
+            run.connections.iter().filter(|c| c.role != Role::Other).map(|c| c.throughput_bps).collect();
         let jain = (!throughputs.is_empty()).then(|| metrics::jain_index(&throughputs));
         table.row(vec![
             f.dir_name.clone(),
@@ -436,12 +414,12 @@ fn aggregate(name: &str, seed: u64, all: &Runs) -> (String, Value) {
 /// Runs `flowshare compare ...`.
 pub fn compare(args: CompareArgs) -> Result<(), String> {
     requirements::check()?;
-    let (name, cases) = select(&args.scenario)?;
+    let (name, cases, options) = select(&args.scenario)?;
     for stale in netns::remove_stale() {
         eprintln!("note: removed namespace {stale} left by a run that was killed");
     }
     let interrupted = interrupt_flag()?;
-    let runs = run_all(&name, &cases, &args.scenario, &args.machine, &args.out.join("testbed"), &interrupted)?;
+    let runs = run_all(&name, &cases, &options, &args.machine, &args.out.join("testbed"), &interrupted)?;
     let mut comparisons = Vec::new();
     let mut out = String::new();
     for f in &runs.finished {
@@ -456,7 +434,7 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
         comparisons.push(json!({"run": f.dir_name, "seed": f.seed, "comparison": comparison}));
     }
     print!("{out}");
-    let summary = json!({"scenario": name, "seed": args.scenario.seed, "flows": [],
+    let summary = json!({"scenario": name, "seed": options.seed, "flows": [],
         "metrics": {"fairness_index": Value::Null, "cov": Value::Null, "utilization": Value::Null, "comparisons": comparisons}});
     report::write_summary(&args.out, &summary)?;
     runs.failures()?;
@@ -511,7 +489,8 @@ mod tests {
     fn a_lone_failed_run_reports_its_own_error_and_several_are_listed() {
         let one = Runs { finished: Vec::new(), failed: vec![("a".into(), "ns-3 did not start".into())] };
         assert_eq!(one.failures().unwrap_err(), "ns-3 did not start");
-        let two = Runs { finished: Vec::new(), failed: vec![("a".into(), "x".into()), ("b/seed-1".into(), "y".into())] };
+        let two =
+            Runs { finished: Vec::new(), failed: vec![("a".into(), "x".into()), ("b/seed-1".into(), "y".into())] };
         assert_eq!(two.failures().unwrap_err(), "2 of 2 runs failed: a: x; b/seed-1: y");
         assert!(Runs { finished: Vec::new(), failed: Vec::new() }.failures().is_ok());
     }

@@ -9,7 +9,7 @@
 //! | [`netns`] | the client, sim and server namespaces and their veths |
 //! | [`emulator`] | the ns-3 program (`ns3/bottleneck.cc`): build, run, control, read |
 //! | [`scenario`] | the lab's scenario vocabulary plus `transport` and `blackhole`; plans |
-//! | [`builtin`] | crosstraffic, weighted, transient, multipath |
+//! | [`builtin`] | the built-in scenarios: crosstraffic, weighted, transient, multipath, utilization, headroom |
 //! | [`endpoints`] | `flowshare serve`/`get` and iperf3 per flow |
 //! | [`process`] | child processes, ended by PID, never left behind |
 //! | [`run`] | one run on its timeline, torn down on success, failure and Ctrl-C |

@@ -15,16 +15,16 @@ use serde_json::json;
 use serde_json::Value;
 
 use flowshare_lab::metrics;
-use flowshare_lab::network::LinkStats;
 use flowshare_lab::report;
 use flowshare_lab::report::fmt;
 use flowshare_lab::report::Line;
 use flowshare_lab::report::Table;
-use flowshare_lab::sender::SenderStats;
-use flowshare_lab::sim::Completion;
-use flowshare_lab::sim::ConnectionResult;
-use flowshare_lab::sim::LinkResult;
-use flowshare_lab::sim::RunResult;
+use flowshare_lab::result::Completion;
+use flowshare_lab::result::ConnectionResult;
+use flowshare_lab::result::LinkResult;
+use flowshare_lab::result::LinkStats;
+use flowshare_lab::result::RunResult;
+use flowshare_lab::result::SenderStats;
 
 use crate::run::GoodputClock;
 use crate::run::Measurements;
@@ -63,9 +63,18 @@ impl Emulation {
         let max_lag_ms = lag["max_ms"].as_f64().unwrap_or(f64::NAN);
         let socket_drops =
             summary["sockets"].as_array().into_iter().flatten().map(|s| s["drops"].as_u64().unwrap_or(0)).sum();
-        let trusted =
-            ticks > 0 && socket_drops == 0 && max_lag_ms <= MAX_LAG_MS && late_ticks as f64 <= MAX_LATE_SHARE * ticks as f64;
-        Emulation { max_lag_ms, mean_lag_ms: lag["mean_ms"].as_f64().unwrap_or(f64::NAN), ticks, late_ticks, socket_drops, trusted }
+        let trusted = ticks > 0
+            && socket_drops == 0
+            && max_lag_ms <= MAX_LAG_MS
+            && late_ticks as f64 <= MAX_LATE_SHARE * ticks as f64;
+        Emulation {
+            max_lag_ms,
+            mean_lag_ms: lag["mean_ms"].as_f64().unwrap_or(f64::NAN),
+            ticks,
+            late_ticks,
+            socket_drops,
+            trusted,
+        }
     }
 
     /// One line for the table.
@@ -126,10 +135,20 @@ fn cumulative_at(samples: &[(f64, u64)], t: f64) -> Option<f64> {
 /// When flow `k`'s data started, seconds after the origin: the start of the
 /// first interval in which ns-3 saw its busiest connection (iperf3's
 /// control connection is the other one).
-fn data_start(measured: &Measurements, k: usize, plan: &Plan, to_run_time: &dyn Fn(f64) -> f64, bin: f64) -> Option<f64> {
+fn data_start(
+    measured: &Measurements,
+    k: usize,
+    plan: &Plan,
+    to_run_time: &dyn Fn(f64) -> f64,
+    bin: f64,
+) -> Option<f64> {
     let flow = &plan.flows[k];
     let mut ports: Vec<(u16, u64, f64)> = Vec::new();
-    for row in measured.series.iter().filter(|r| r.direction == 'd' && flow.owns(r.protocol, r.source_port, r.destination_port)) {
+    for row in measured
+        .series
+        .iter()
+        .filter(|r| r.direction == 'd' && flow.owns(r.protocol, r.source_port, r.destination_port))
+    {
         match ports.iter_mut().find(|(port, _, _)| *port == row.source_port) {
             Some(entry) => {
                 entry.1 += row.bytes;
@@ -229,7 +248,11 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
         };
         goodput_bps.push(goodput);
         goodput_series.push(
-            samples.windows(2).filter(|p| p[1].0 > p[0].0).map(|p| (p[1].0, (p[1].1 - p[0].1) as f64 * 8.0 / (p[1].0 - p[0].0) / 1e6)).collect(),
+            samples
+                .windows(2)
+                .filter(|p| p[1].0 > p[0].0)
+                .map(|p| (p[1].0, (p[1].1 - p[0].1) as f64 * 8.0 / (p[1].0 - p[0].0) / 1e6))
+                .collect(),
         );
         // The RTT a packet of this flow saw in the network: propagation
         // both ways plus the bottleneck's mean queueing delay.
@@ -279,7 +302,17 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
 pub fn table(plan: &Plan, outcome: &Outcome) -> String {
     let run = &outcome.run;
     let mut table = Table::new(&[
-        "id", "label", "transport", "cc", "role", "Mbit/s", "goodput", "loss %", "loss ev. rate", "RTT ms", "FCT s",
+        "id",
+        "label",
+        "transport",
+        "cc",
+        "role",
+        "Mbit/s",
+        "goodput",
+        "loss %",
+        "loss ev. rate",
+        "RTT ms",
+        "FCT s",
     ]);
     for (f, flow) in metrics::flow_metrics(run).into_iter().zip(&plan.flows) {
         table.row(vec![
@@ -342,13 +375,23 @@ pub fn write(dir: &Path, plan: &Plan, outcome: &Outcome, measured: &Measurements
     }
     report::write_file(dir, "goodput.csv", &csv)?;
     let name = &outcome.run.name;
-    report::plot(dir, "throughput.png", &format!("{name}: throughput at the bottleneck"), "time (s)", "Mbit/s", &report::throughput_lines(&outcome.run, 1.0))?;
+    report::plot(
+        dir,
+        "throughput.png",
+        &format!("{name}: throughput at the bottleneck"),
+        "time (s)",
+        "Mbit/s",
+        &report::throughput_lines(&outcome.run, 1.0),
+    )?;
     let goodput: Vec<Line> = plan
         .flows
         .iter()
         .zip(&outcome.goodput_series)
         .filter(|(_, series)| !series.is_empty())
-        .map(|(flow, series)| Line { name: format!("{} {} ({})", flow.id, flow.label, flow.transport()), points: smooth(series, 1.0) })
+        .map(|(flow, series)| Line {
+            name: format!("{} {} ({})", flow.id, flow.label, flow.transport()),
+            points: smooth(series, 1.0),
+        })
         .collect();
     report::plot(dir, "goodput.png", &format!("{name}: endpoint goodput"), "time (s)", "Mbit/s", &goodput)?;
     let offset = measured.origin_epoch_s;
@@ -359,7 +402,11 @@ pub fn write(dir: &Path, plan: &Plan, outcome: &Outcome, measured: &Measurements
     for link in 0..plan.links.len() {
         lines.push(Line {
             name: format!("queue of {} (packets)", plan.setup.links[link].name),
-            points: measured.monitor.iter().map(|row| (row.wall_s - offset, row.queues.get(link).copied().unwrap_or(0) as f64)).collect(),
+            points: measured
+                .monitor
+                .iter()
+                .map(|row| (row.wall_s - offset, row.queues.get(link).copied().unwrap_or(0) as f64))
+                .collect(),
         });
     }
     report::plot(dir, "emulation.png", &format!("{name}: emulation lag and queues"), "time (s)", "ms / packets", &lines)
@@ -393,7 +440,15 @@ mod tests {
     use crate::emulator::SeriesRow;
     use crate::scenario::TestbedScenario;
 
-    fn row(sim_s: f64, link: usize, protocol: u8, source_port: u16, destination_port: u16, bytes: u64, drops: u64) -> SeriesRow {
+    fn row(
+        sim_s: f64,
+        link: usize,
+        protocol: u8,
+        source_port: u16,
+        destination_port: u16,
+        bytes: u64,
+        drops: u64,
+    ) -> SeriesRow {
         SeriesRow {
             wall_s: 1000.0 + sim_s,
             sim_s,
@@ -517,9 +572,7 @@ path = ["b"]
 
     #[test]
     fn a_lagging_or_dropping_emulation_is_not_trusted() {
-        let summary = |max: f64, late: u64, drops: u64| {
-            json!({"lag": {"ticks": 1000, "late_ticks": late, "max_ms": max, "mean_ms": 0.5}, "sockets": [{"drops": drops}]})
-        };
+        let summary = |max: f64, late: u64, drops: u64| json!({"lag": {"ticks": 1000, "late_ticks": late, "max_ms": max, "mean_ms": 0.5}, "sockets": [{"drops": drops}]});
         assert!(Emulation::from_summary(&summary(10.0, 10, 0)).trusted);
         assert!(!Emulation::from_summary(&summary(80.0, 10, 0)).trusted);
         assert!(!Emulation::from_summary(&summary(10.0, 11, 0)).trusted);

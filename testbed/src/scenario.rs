@@ -28,13 +28,13 @@
 use std::fmt::Write as _;
 
 use flowshare_controllers::Spec;
-use flowshare_lab::network::Discipline;
-use flowshare_lab::network::Limit;
 use flowshare_lab::rng::Rng;
 use flowshare_lab::scenario::Scenario;
-use flowshare_lab::sim::Role;
-use flowshare_lab::sim::Setup;
-use flowshare_lab::sim::Traffic;
+use flowshare_lab::setup::Discipline;
+use flowshare_lab::setup::Limit;
+use flowshare_lab::setup::Role;
+use flowshare_lab::setup::Setup;
+use flowshare_lab::setup::Traffic;
 
 use crate::emulator::CbrSetup;
 use crate::emulator::EmulatorSetup;

@@ -1,0 +1,335 @@
+//! The options of the built-in scenarios: one set, with one command line,
+//! for the lab's experiments (`flowshare lab EXPERIMENT`) and the testbed's
+//! built-ins (`flowshare testbed run BUILTIN`, `flowshare compare`).
+//!
+//! Every option is `None` unless given, which keeps the scenario's own
+//! default (full or quick). A scenario says which options it reads; the
+//! others are named in a note ([`Options::note_unused`]).
+
+use flowshare_controllers::grammar::SpecError;
+use flowshare_controllers::registry;
+use flowshare_controllers::Spec;
+
+/// What the command line asked of a built-in scenario.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Run the quick variant.
+    pub quick: bool,
+    /// Base seed; replication k uses a seed derived from it and k.
+    pub seed: u64,
+    /// Replications per point.
+    pub seeds: Option<usize>,
+    /// Simulations run in parallel (the lab only).
+    pub threads: usize,
+    /// Weighted controllers: names, or specs whose weight is set per point.
+    pub controllers: Option<Vec<String>>,
+    /// Weights N.
+    pub n: Option<Vec<f64>>,
+    /// Standard peers.
+    pub peers: Option<Vec<String>>,
+    /// Standard flows per case (`--m`).
+    pub standard_flows: Option<usize>,
+    /// Bottleneck rates, Mbit/s; scenarios with one rate take the first.
+    pub bandwidths_mbps: Option<Vec<f64>>,
+    /// Base RTT of the bottleneck, ms.
+    pub rtt_ms: Option<f64>,
+    /// Queue discipline of the bottleneck: `droptail` or `red`.
+    pub queue: Option<String>,
+    /// Duration of each run, seconds.
+    pub duration_s: Option<f64>,
+    /// Time discarded at the start of each run, seconds.
+    pub warmup_s: Option<f64>,
+    /// Pacing on or off (default: as the controller asks).
+    pub pacing: Option<bool>,
+}
+
+/// The options on the command line: flattened into `flowshare lab
+/// EXPERIMENT`, `flowshare testbed run` and `flowshare compare`, so that the
+/// same thing has the same name everywhere.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OptionArgs {
+    /// Run the small variant that finishes in seconds (the testbed's CI
+    /// form).
+    #[arg(long)]
+    quick: bool,
+    /// Base seed; replication k uses a seed derived from it and k.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Replications per point (default: the scenario's; the testbed: 1).
+    #[arg(long)]
+    seeds: Option<usize>,
+    /// Weighted controllers (names, or specs without n), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    controllers: Option<Vec<String>>,
+    /// Weights N, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    n: Option<Vec<f64>>,
+    /// Standard peers, comma-separated (the testbed: cubic, reno from
+    /// quiche, tcp-cubic, tcp-reno from Linux).
+    #[arg(long, value_delimiter = ',')]
+    peers: Option<Vec<String>>,
+    /// Standard flows per case.
+    #[arg(long)]
+    m: Option<usize>,
+    /// Bottleneck rates in Mbit/s, comma-separated; scenarios with one rate
+    /// take the first.
+    #[arg(long, visible_alias = "bandwidth", value_delimiter = ',')]
+    bandwidths: Option<Vec<f64>>,
+    /// Base RTT of the bottleneck, ms.
+    #[arg(long)]
+    rtt: Option<f64>,
+    /// Queue discipline of the bottleneck: droptail or red.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Seconds per run.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Seconds discarded at the start of each run.
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Pace (true) or not (false); default: when the controller asks. The
+    /// testbed's endpoints decide for themselves.
+    #[arg(long)]
+    pacing: Option<bool>,
+}
+
+/// Checks that every value lies in `(0, max]`.
+fn positive(flag: &str, values: &[f64], max: f64) -> Result<(), String> {
+    for &value in values {
+        if !(value > 0.0 && value <= max) {
+            return Err(format!("--{flag} {value} is out of range; accepted range (0, {max}]"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a count is at least one.
+fn at_least_one(flag: &str, value: Option<usize>) -> Result<(), String> {
+    match value {
+        Some(0) => Err(format!("--{flag} 0 is out of range; accepted range [1, ...)")),
+        _ => Ok(()),
+    }
+}
+
+impl OptionArgs {
+    /// The options, checked; `threads` is left at 0 for the lab to set.
+    pub fn options(&self) -> Result<Options, String> {
+        positive("n", self.n.as_deref().unwrap_or_default(), flowshare_controllers::grammar::MAX_WEIGHT)?;
+        positive("bandwidths", self.bandwidths.as_deref().unwrap_or_default(), 1e6)?;
+        positive("rtt", self.rtt.as_slice(), 1e5)?;
+        positive("duration", self.duration.as_slice(), 1e6)?;
+        if let Some(warmup) = self.warmup {
+            let duration = self.duration.unwrap_or(f64::INFINITY);
+            if !(0.0..duration).contains(&warmup) {
+                return Err(format!("--warmup {warmup} is out of range; accepted range [0, duration)"));
+            }
+        }
+        at_least_one("seeds", self.seeds)?;
+        at_least_one("m", self.m)?;
+        if let Some(queue) = self.queue.as_deref().filter(|queue| !matches!(*queue, "droptail" | "red")) {
+            return Err(format!("--queue {queue} is not a queue (accepted: droptail, red)"));
+        }
+        Ok(Options {
+            quick: self.quick,
+            seed: self.seed,
+            seeds: self.seeds,
+            threads: 0,
+            controllers: self.controllers.clone(),
+            n: self.n.clone(),
+            peers: self.peers.clone(),
+            standard_flows: self.m,
+            bandwidths_mbps: self.bandwidths.clone(),
+            rtt_ms: self.rtt,
+            queue: self.queue.clone(),
+            duration_s: self.duration,
+            warmup_s: self.warmup,
+            pacing: self.pacing,
+        })
+    }
+}
+
+/// The flags of the options a scenario may or may not read (`--quick` and
+/// `--seed` mean something to every one).
+pub const FLAGS: [&str; 11] =
+    ["seeds", "controllers", "n", "peers", "m", "bandwidths", "rtt", "queue", "duration", "warmup", "pacing"];
+
+impl Options {
+    /// The flags of [`FLAGS`] given.
+    fn given(&self) -> Vec<&'static str> {
+        let given = [
+            self.seeds.is_some(),
+            self.controllers.is_some(),
+            self.n.is_some(),
+            self.peers.is_some(),
+            self.standard_flows.is_some(),
+            self.bandwidths_mbps.is_some(),
+            self.rtt_ms.is_some(),
+            self.queue.is_some(),
+            self.duration_s.is_some(),
+            self.warmup_s.is_some(),
+            self.pacing.is_some(),
+        ];
+        FLAGS.into_iter().zip(given).filter(|(_, given)| *given).map(|(flag, _)| flag).collect()
+    }
+
+    /// A note naming the options given that `scenario`, which reads the
+    /// flags `uses`, leaves alone; empty when there are none.
+    pub fn note_unused(&self, scenario: &str, uses: &[&str]) -> String {
+        let unused: Vec<String> =
+            self.given().into_iter().filter(|flag| !uses.contains(flag)).map(|flag| format!("--{flag}")).collect();
+        if unused.is_empty() {
+            String::new()
+        } else {
+            format!("note: {scenario} does not use {}\n", unused.join(", "))
+        }
+    }
+
+    /// The first of `--bandwidths`, for scenarios with one rate.
+    pub fn bandwidth_mbps(&self) -> Option<f64> {
+        self.bandwidths_mbps.as_ref().and_then(|rates| rates.first().copied())
+    }
+
+    /// The first of `--n`, for scenarios with one weight.
+    pub fn first_n(&self) -> Option<f64> {
+        self.n.as_ref().and_then(|n| n.first().copied())
+    }
+
+    /// The first of `--peers`, for scenarios with one kind of peer.
+    pub fn first_peer(&self) -> Option<String> {
+        self.peers.as_ref().and_then(|peers| peers.first().cloned())
+    }
+
+    /// The first of `--controllers`, for scenarios with one controller.
+    pub fn first_controller(&self) -> Option<String> {
+        self.controllers.as_ref().and_then(|controllers| controllers.first().cloned())
+    }
+}
+
+/// A weighted controller as the command line named it, parsed once.
+#[derive(Clone, Debug)]
+pub struct Weighted {
+    /// The name or spec as given, which reports group results by.
+    pub name: String,
+    /// The parsed spec; [`Weighted::at`] sets its weight.
+    pub spec: Spec,
+}
+
+impl Weighted {
+    /// Parses `names`: those that are weighted controller specs, and apart
+    /// the others (unknown names, unweighted algorithms), for a note.
+    pub fn parse_all(names: &[String]) -> (Vec<Weighted>, Vec<String>) {
+        let mut weighted = Vec::new();
+        let mut others = Vec::new();
+        for name in names {
+            match name.parse::<Spec>() {
+                Ok(spec) if spec.algorithm().is_weighted() => weighted.push(Weighted { name: name.clone(), spec }),
+                _ => others.push(name.clone()),
+            }
+        }
+        (weighted, others)
+    }
+
+    /// The spec with weight `n`.
+    pub fn at(&self, n: f64) -> Result<Spec, SpecError> {
+        self.spec.reweighted(n)
+    }
+
+    /// Whether it accepts a weight below one.
+    pub fn takes_fractional_weight(&self) -> bool {
+        self.at(0.5).is_ok()
+    }
+}
+
+/// Every weighted algorithm of the registry, by name: the controllers the
+/// scenarios compare by default.
+pub fn weighted_algorithms() -> Vec<String> {
+    registry::weighted().map(|algorithm| algorithm.name.to_string()).collect()
+}
+
+/// The registry's standard algorithms, by name: the default peers.
+pub fn standard_algorithms() -> Vec<String> {
+    registry::standard().map(|algorithm| algorithm.name.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        options: OptionArgs,
+    }
+
+    fn options(args: &[&str]) -> Result<Options, String> {
+        let command = Command::try_parse_from(["x"].iter().chain(args)).map_err(|e| e.to_string())?;
+        command.options.options()
+    }
+
+    #[test]
+    fn the_old_testbed_spelling_of_bandwidths_still_works() {
+        let options = options(&["--bandwidth", "30", "--bandwidths", "10,20"]).unwrap();
+        assert_eq!(options.bandwidths_mbps, Some(vec![30.0, 10.0, 20.0]));
+        assert_eq!(options.bandwidth_mbps(), Some(30.0));
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_the_range() {
+        assert_eq!(options(&["--n", "0"]).unwrap_err(), "--n 0 is out of range; accepted range (0, 256]");
+        assert_eq!(options(&["--m", "0"]).unwrap_err(), "--m 0 is out of range; accepted range [1, ...)");
+        assert_eq!(options(&["--queue", "fq"]).unwrap_err(), "--queue fq is not a queue (accepted: droptail, red)");
+        let error = options(&["--duration", "10", "--warmup", "10"]).unwrap_err();
+        assert_eq!(error, "--warmup 10 is out of range; accepted range [0, duration)");
+    }
+
+    #[test]
+    fn every_flag_is_seen_when_given() {
+        let all = [
+            "--seeds",
+            "2",
+            "--controllers",
+            "multcp",
+            "--n",
+            "2",
+            "--peers",
+            "reno",
+            "--m",
+            "3",
+            "--bandwidths",
+            "10",
+            "--rtt",
+            "40",
+            "--queue",
+            "red",
+            "--duration",
+            "20",
+            "--warmup",
+            "5",
+            "--pacing",
+            "false",
+        ];
+        assert_eq!(options(&all).unwrap().given(), FLAGS);
+    }
+
+    #[test]
+    fn options_a_scenario_leaves_alone_are_named() {
+        let options = options(&["--rtt", "80", "--n", "2", "--seeds", "3"]).unwrap();
+        assert_eq!(options.note_unused("fairness", &["n", "seeds"]), "note: fairness does not use --rtt\n");
+        assert_eq!(options.note_unused("weighted", &["n", "rtt", "seeds"]), "");
+    }
+
+    #[test]
+    fn weighted_controllers_are_parsed_once_and_reweighted() {
+        let names = ["pa-multcp:probe=cubic", "ctcp", "bogus", "multcp"].map(String::from);
+        let (weighted, others) = Weighted::parse_all(&names);
+        assert_eq!(others, ["ctcp", "bogus"]);
+        assert_eq!(weighted[0].name, "pa-multcp:probe=cubic");
+        assert_eq!(weighted[0].at(2.0).unwrap().to_string(), "pa-multcp:n=2,probe=cubic");
+        assert_eq!(weighted[1].at(0.5).unwrap().to_string(), "multcp:n=0.5");
+        assert!(weighted.iter().all(Weighted::takes_fractional_weight));
+        assert_eq!(weighted_algorithms(), ["multcp", "pa-multcp", "mulcubic", "multfrc"]);
+        assert_eq!(standard_algorithms(), ["reno", "cubic"]);
+    }
+}
