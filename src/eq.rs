@@ -10,6 +10,7 @@ use clap::Args;
 use clap::Subcommand;
 use flowshare_controllers::equations::MulTfrcEquation;
 use flowshare_controllers::equations::TcpEquation;
+use flowshare_controllers::equations::IMPROVED_FLOWS_HIT_BELOW;
 use flowshare_controllers::grammar::Range;
 
 /// Arguments of `flowshare eq`.
@@ -118,7 +119,11 @@ pub fn run(args: EqArgs) -> Result<(), String> {
             let rto = value("rto", "t_RTO in seconds", &args.rto, accepted::POSITIVE)?;
             let b = value("b", "b", &args.b, accepted::B)?;
             let size = packet_size(args.s.as_deref())?;
-            (MulTfrcEquation { n, rtt, rto, b, losses_per_event: j }.packets_per_second(p), size)
+            (
+                MulTfrcEquation { n, rtt, rto, b, losses_per_event: j, flows_hit_below: IMPROVED_FLOWS_HIT_BELOW }
+                    .packets_per_second(p),
+                size,
+            )
         }
         Equation::Tcp(args) => {
             let rtt = value("rtt", "the RTT in seconds", &args.rtt, accepted::POSITIVE)?;

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use crate::controller::Controller;
 use crate::controller::Params;
+use crate::equations::flows_hit;
 use crate::equations::CubicParams;
 use crate::grammar::Args;
 use crate::grammar::SpecError;
@@ -63,6 +64,16 @@ pub struct CubicWindow {
     max_datagram_size: f64,
     /// Which packets were sent before the last decrease.
     recovery: RecoveryPeriod,
+    /// The number of equal flows the window stands for when it attributes
+    /// losses to flows (MulCUBIC's per-flow decrease); 1 for one decrease
+    /// per loss event.
+    virtual_flows: f64,
+    /// The window before the current loss event's first decrease, bytes,
+    /// and the packets lost in the event so far.
+    event: Option<(f64, u32)>,
+    /// The virtual flows the last loss event hit: they regrow together, so
+    /// the epoch's cubic grows that many times faster.
+    flows_hit: f64,
 }
 
 impl CubicWindow {
@@ -81,7 +92,18 @@ impl CubicWindow {
             w_est: window,
             max_datagram_size,
             recovery: RecoveryPeriod::default(),
+            virtual_flows: 1.0,
+            event: None,
+            flows_hit: 1.0,
         }
+    }
+
+    /// Makes the window stand for `n` equal flows: a loss event removes
+    /// `1 - β` of the window for each virtual flow its losses hit, and the
+    /// flows hit regrow together ([`crate::mulcubic`]); `n <= 1` is one
+    /// decrease per loss event.
+    pub fn set_virtual_flows(&mut self, n: f64) {
+        self.virtual_flows = n.max(1.0);
     }
 
     /// The constants.
@@ -149,30 +171,41 @@ impl CubicWindow {
     /// `rtt`; `may_grow` is false for app-limited packets.
     pub fn on_ack(&mut self, number: u64, bytes: usize, now: Time, rtt: Duration, may_grow: bool) {
         self.recovery.on_acked(number);
-        if !may_grow || self.recovery.sent_before_decrease(number) || bytes == 0 {
+        if !may_grow || bytes == 0 {
             return;
         }
         let acked = bytes as f64;
+        if self.recovery.sent_before_decrease(number) {
+            // Of the virtual flows, only those the event hit are in
+            // recovery: the others grow on, at their Reno-friendly pace.
+            if let Some((_, losses)) = self.event {
+                let unhit = 1.0 - flows_hit(self.virtual_flows, losses as f64) / self.virtual_flows;
+                self.window += unhit * self.params.alpha * self.max_datagram_size * acked / self.window;
+            }
+            return;
+        }
         if self.in_slow_start() {
             self.window += acked;
             return;
         }
 
         let mss = self.max_datagram_size;
+        // The flows the last event hit regrow together: `C` times as many.
+        let params = CubicParams { c: self.params.c * self.flows_hit, ..self.params };
         let epoch_start = *self.epoch_start.get_or_insert_with(|| {
             // A new epoch starts at the current window.
             if self.w_max < self.window {
                 self.w_max = self.window;
             }
-            self.k = self.params.k(self.w_max / mss, self.window / mss);
+            self.k = params.k(self.w_max / mss, self.window / mss);
             self.w_est = self.window;
             now
         });
         let t = now.saturating_duration_since(epoch_start).as_secs_f64();
         let w_max_segments = self.w_max / mss;
-        let cubic_now = self.params.w_cubic(t, self.k, w_max_segments) * mss;
-        let target = (self.params.w_cubic(t + rtt.as_secs_f64(), self.k, w_max_segments) * mss)
-            .clamp(self.window, 1.5 * self.window);
+        let cubic_now = params.w_cubic(t, self.k, w_max_segments) * mss;
+        let target =
+            (params.w_cubic(t + rtt.as_secs_f64(), self.k, w_max_segments) * mss).clamp(self.window, 1.5 * self.window);
 
         let alpha = if self.w_est < self.w_max { self.params.alpha } else { self.params.alpha_above_w_max };
         self.w_est += alpha * mss * acked / self.window;
@@ -187,8 +220,19 @@ impl CubicWindow {
     /// Packet `number` was lost; returns whether a loss event began.
     pub fn on_loss(&mut self, number: u64) -> bool {
         if self.recovery.sent_before_decrease(number) {
+            // Another loss of the event: with virtual flows it may hit one
+            // more of them, while the event's recovery lasts.
+            if let Some((before, losses)) = self.event.as_mut().filter(|_| self.recovery.in_recovery()) {
+                *losses += 1;
+                self.flows_hit = flows_hit(self.virtual_flows, *losses as f64);
+                let decrease = (self.flows_hit * (1.0 - self.params.beta)).min(0.5_f64.max(1.0 - self.params.beta));
+                self.window = self.window.min((*before * (1.0 - decrease)).max(self.minimum_window()));
+                self.ssthresh = self.window;
+            }
             return false;
         }
+        self.event = (self.virtual_flows > 1.0).then_some((self.window, 1));
+        self.flows_hit = 1.0;
         let beta = self.params.beta;
         self.w_max = if self.params.fast_convergence && self.window < self.previous_w_max {
             self.window * (1.0 + beta) / 2.0
@@ -211,6 +255,8 @@ impl CubicWindow {
         self.window = self.minimum_window();
         self.epoch_start = None;
         self.recovery.start(None);
+        self.event = None;
+        self.flows_hit = 1.0;
     }
 }
 
@@ -303,6 +349,28 @@ mod tests {
         window.on_sent(packets);
         assert!(window.on_loss(packets));
         window
+    }
+
+    #[test]
+    fn per_flow_decrease_takes_one_minus_beta_for_each_flow_hit_and_regrows_them_together() {
+        // β = 0.925 (MulCUBIC(4)'s β_N) standing for 4 flows: two losses in
+        // one event hit 1.75 flows.
+        let params = CubicParams { beta: 0.925, ..CubicParams::STANDARD };
+        let mut window = CubicWindow::new(params, &host());
+        window.set_virtual_flows(4.0);
+        for n in 0..30 {
+            window.on_sent(n);
+        }
+        let before = window.window();
+        assert!(window.on_loss(3));
+        assert!(!window.on_loss(4));
+        assert!((window.window() - before * (1.0 - 1.75 * 0.075)).abs() < 1e-9);
+        assert_eq!(window.w_max(), before);
+        // The epoch's K is that of C times the flows hit.
+        window.on_sent(30);
+        window.on_ack(30, 1000, Time::ZERO, Duration::from_millis(100), true);
+        let drop = (before - before * (1.0 - 1.75 * 0.075)) / 1000.0;
+        assert!((window.k() - (drop / (1.75 * 0.4)).cbrt()).abs() < 1e-9, "{}", window.k());
     }
 
     #[test]

@@ -159,14 +159,19 @@ pub struct MulTfrcEquation {
     pub b: f64,
     /// `j`: packets lost per loss event, at least 1.
     pub losses_per_event: f64,
+    /// The number of flows below which a loss event of `j` packets is
+    /// taken to hit `n (1 - ((n - 1)/n)^j)` of them, and at or above which
+    /// `j` (see [`flows_hit_per_loss_event`]): paper 004's
+    /// [`IMPROVED_FLOWS_HIT_BELOW`], or infinity for the estimate at every n.
+    pub flows_hit_below: f64,
 }
 
 impl MulTfrcEquation {
     /// The sending rate of the n flows together, packets per second, at loss
     /// event rate `p` in `(0, 1]`.
     pub fn packets_per_second(&self, p: f64) -> f64 {
-        let MulTfrcEquation { n, rtt, rto, b, losses_per_event: j } = *self;
-        let j_af = flows_hit_per_loss_event(n, j);
+        let MulTfrcEquation { n, rtt, rto, b, losses_per_event: j, flows_hit_below } = *self;
+        let j_af = flows_hit_per_loss_event(n, j, flows_hit_below);
         let a = p * b * j_af * (24.0 * n * n + p * b * j_af * (n - 2.0 * j_af).powi(2));
         let x = (j_af * p * b * (2.0 * j_af - n) + a.sqrt()) / (6.0 * n * n * p);
         let timeout_round = rto * (1.0 + 32.0 * p * p);
@@ -207,12 +212,24 @@ impl MulTfrcEquation {
 }
 
 /// The number of flows a loss event of `j` lost packets hits among `n`:
-/// `n (1 - ((n - 1)/n)^j)` for `1 < n < 13` (paper 004 section III), `j`
-/// otherwise, and always within `[1, ceil(n)]` (the draft's clamp; see the
-/// [module docs](self)).
-pub fn flows_hit_per_loss_event(n: f64, j: f64) -> f64 {
-    let estimate = if n > 1.0 && n < IMPROVED_FLOWS_HIT_BELOW { n * (1.0 - ((n - 1.0) / n).powf(j)) } else { j };
+/// `n (1 - ((n - 1)/n)^j)` for `1 < n < below` (paper 004 section III uses
+/// `below` = 13), `j` otherwise, and always within `[1, ceil(n)]` (the
+/// draft's clamp; see the [module docs](self)).
+pub fn flows_hit_per_loss_event(n: f64, j: f64, below: f64) -> f64 {
+    let estimate = if n < below { flows_hit(n, j) } else { j };
     estimate.min(n.ceil()).max(1.0)
+}
+
+/// The expected number of `n` equal flows that `k` lost packets hit when
+/// each packet belongs to any flow with probability `1/n`:
+/// `n (1 - ((n - 1)/n)^k)` (paper 004 section III), at least 1 and at most
+/// `n`; 1 for `n <= 1` (one flow, or less than one). `k = 1` gives 1, and
+/// as `k` grows it tends to `n`.
+pub fn flows_hit(n: f64, k: f64) -> f64 {
+    if n <= 1.0 {
+        return 1.0;
+    }
+    (n * (1.0 - ((n - 1.0) / n).powf(k))).clamp(1.0, n)
 }
 
 // ---------------------------------------------------------------------------
@@ -320,7 +337,8 @@ mod tests {
     }
 
     fn multfrc(n: f64, rtt: f64, b: f64, p: f64, j: f64, rto: f64) -> f64 {
-        MulTfrcEquation { n, rtt, rto, b, losses_per_event: j }.packets_per_second(p)
+        MulTfrcEquation { n, rtt, rto, b, losses_per_event: j, flows_hit_below: IMPROVED_FLOWS_HIT_BELOW }
+            .packets_per_second(p)
     }
 
     #[test]
@@ -406,7 +424,7 @@ mod tests {
         for (n, j) in [(4.0, 1.0), (0.5, 1.0), (2.0, 3.0), (20.0, 4.0)] {
             let p = 1e-9;
             let leading = 1.0 / (0.1 * (2.0 * p / 3.0f64).sqrt());
-            let expected = n / flows_hit_per_loss_event(n, j).sqrt();
+            let expected = n / flows_hit_per_loss_event(n, j, IMPROVED_FLOWS_HIT_BELOW).sqrt();
             let ratio = multfrc(n, 0.1, 1.0, p, j, 0.4) / leading;
             assert!(relative(ratio, expected) < 1e-4, "n={n} j={j}: {ratio} vs {expected}");
         }
@@ -415,16 +433,29 @@ mod tests {
     #[test]
     fn flows_hit_follows_section_iii_below_13_and_j_above() {
         // n = 4, j = 2: 4 (1 - (3/4)^2) = 1.75.
-        assert_eq!(flows_hit_per_loss_event(4.0, 2.0), 1.75);
+        assert_eq!(flows_hit_per_loss_event(4.0, 2.0, IMPROVED_FLOWS_HIT_BELOW), 1.75);
         // One lost packet hits one flow.
-        assert!(relative(flows_hit_per_loss_event(12.5, 1.0), 1.0) < 1e-12);
+        assert!(relative(flows_hit_per_loss_event(12.5, 1.0, IMPROVED_FLOWS_HIT_BELOW), 1.0) < 1e-12);
         // n = 13: no estimate, j itself, at most ceil(n).
-        assert_eq!(flows_hit_per_loss_event(13.0, 2.0), 2.0);
-        assert_eq!(flows_hit_per_loss_event(20.0, 30.0), 20.0);
-        assert_eq!(flows_hit_per_loss_event(20.5, 30.0), 21.0);
+        assert_eq!(flows_hit_per_loss_event(13.0, 2.0, IMPROVED_FLOWS_HIT_BELOW), 2.0);
+        assert_eq!(flows_hit_per_loss_event(20.0, 30.0, IMPROVED_FLOWS_HIT_BELOW), 20.0);
+        assert_eq!(flows_hit_per_loss_event(20.5, 30.0, IMPROVED_FLOWS_HIT_BELOW), 21.0);
         // n <= 1: always one flow, so the rate scales with n.
-        assert_eq!(flows_hit_per_loss_event(0.5, 3.0), 1.0);
-        assert_eq!(flows_hit_per_loss_event(1.0, 3.0), 1.0);
+        assert_eq!(flows_hit_per_loss_event(0.5, 3.0, IMPROVED_FLOWS_HIT_BELOW), 1.0);
+        assert_eq!(flows_hit_per_loss_event(1.0, 3.0, IMPROVED_FLOWS_HIT_BELOW), 1.0);
+    }
+
+    #[test]
+    fn without_the_bound_the_estimate_holds_above_13_too() {
+        // n = 20, j = 3: 20 (1 - (19/20)^3) = 2.8525 flows hit, not 3.
+        assert!(relative(flows_hit_per_loss_event(20.0, 3.0, f64::INFINITY), 2.8525) < 1e-12);
+        assert_eq!(flows_hit_per_loss_event(20.0, 3.0, IMPROVED_FLOWS_HIT_BELOW), 3.0);
+        // And so the rate is continuous across n = 13.
+        let at = |n: f64| {
+            MulTfrcEquation { n, rtt: 0.1, rto: 0.4, b: 1.0, losses_per_event: 2.0, flows_hit_below: f64::INFINITY }
+                .packets_per_second(0.01)
+        };
+        assert!(relative(at(12.999), at(13.0)) < 1e-3);
     }
 
     #[test]
@@ -462,7 +493,14 @@ mod tests {
 
     #[test]
     fn inverse_gives_back_the_rate() {
-        let equation = MulTfrcEquation { n: 4.0, rtt: 0.1, rto: 0.4, b: 1.0, losses_per_event: 1.0 };
+        let equation = MulTfrcEquation {
+            n: 4.0,
+            rtt: 0.1,
+            rto: 0.4,
+            b: 1.0,
+            losses_per_event: 1.0,
+            flows_hit_below: IMPROVED_FLOWS_HIT_BELOW,
+        };
         let p = equation.loss_event_rate_for(476.404_493_586_909);
         assert!(relative(p, 0.01) < 1e-9, "{p}");
         // Rates below the equation's at p = 1 give p = 1, above its at 10^-12 the minimum.
@@ -531,7 +569,7 @@ mod tests {
 
         #[test]
         fn inverse_round_trips(n in weight(), rtt in 1e-4f64..10.0, p in 1e-9f64..=1.0, j in 1.0f64..10.0) {
-            let equation = MulTfrcEquation { n, rtt, rto: 4.0 * rtt, b: 1.0, losses_per_event: j };
+            let equation = MulTfrcEquation { n, rtt, rto: 4.0 * rtt, b: 1.0, losses_per_event: j, flows_hit_below: IMPROVED_FLOWS_HIT_BELOW };
             let rate = equation.packets_per_second(p);
             let found = equation.loss_event_rate_for(rate);
             prop_assert!(relative(equation.packets_per_second(found), rate) < 1e-9, "p={p} found={found}");

@@ -122,6 +122,12 @@ impl fmt::Display for Range {
     }
 }
 
+/// The name of `value` among `choices` (what [`Args::choice`] accepts), for
+/// writing a spec back; empty if it is not there.
+pub fn choice_name<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static str {
+    choices.iter().find(|(_, choice)| *choice == value).map_or("", |(name, _)| name)
+}
+
 /// The `key=value` pairs of a spec, consumed by the algorithm's config
 /// parser. Keys that no parser asked for are reported by [`Args::finish`].
 pub struct Args<'a> {

@@ -40,6 +40,7 @@ pub mod aimd;
 pub mod controller;
 pub mod ctcp;
 pub mod cubic;
+pub mod epoch_average;
 pub mod equations;
 pub mod grammar;
 pub mod loss_intervals;

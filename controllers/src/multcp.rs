@@ -21,6 +21,16 @@
 //!   has `IW 3^k` after k RTTs and N flows `N IW 2^k`; they meet at
 //!   `k_N = ln N / (ln 3 - ln 2)`, i.e. at the window `IW 3^(k_N) =
 //!   IW N^(ln 3 / ln 1.5)`. For N <= 1 there is no rapid phase.
+//! * **Decrease per virtual flow hit** (`decrease=per-flow`, the default):
+//!   a loss event that loses `k` packets hits `h = N (1 - (1 - 1/N)^k)` of
+//!   the N virtual flows on average, and the window loses `b` for each
+//!   ([`WindowLoop::set_virtual_flows`]). The papers' MulTCP decreases once
+//!   per loss event (`decrease=paper`), like one flow: at a drop-tail queue
+//!   an overflow drops about N times as many of its packets as of one
+//!   flow's, and N flows would each halve when hit, so one decrease per
+//!   event leaves MulTCP(N) with several times its share (paper 000 section
+//!   3.2; the lab measured 1.5 to 6.6 flowshares per unit of N against
+//!   Reno). For N <= 1 the window is one flow and both rules agree.
 //! * **Timeout (persistent congestion)**: the slow start threshold becomes
 //!   `(N - 1/2) / N` of the window (one of N flows halved), the window drops
 //!   to the minimum and slow start begins again with the rapid phase. For
@@ -38,9 +48,11 @@ use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
 use crate::spec::AlgorithmConfig;
+use crate::window::Decrease;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
 use crate::window::WindowLoop;
+use crate::window::DECREASES;
 
 /// How far a given `b` may be from eq. (5) before a spec is rejected:
 /// relative 0.1%, so that decimals typed with four significant digits pass.
@@ -65,19 +77,21 @@ pub struct MulTcpConfig {
     pub n: f64,
     /// The congestion avoidance pair.
     pub aimd: Aimd,
+    /// How a loss event decreases the window.
+    pub decrease: Decrease,
     choice: PairChoice,
 }
 
 impl MulTcpConfig {
     /// MulTCP(1): one standard flow, AIMD(1, 1/2).
     pub fn one_flow() -> Self {
-        MulTcpConfig { n: 1.0, aimd: Aimd::STANDARD, choice: PairChoice::Default }
+        MulTcpConfig { n: 1.0, aimd: Aimd::STANDARD, decrease: Decrease::PerFlow, choice: PairChoice::Default }
     }
 
     /// MulTCP(n) with the default pair.
     pub fn new(n: f64) -> Result<Self, SpecError> {
         check_weight(n)?;
-        Ok(MulTcpConfig { n, aimd: default_pair(n), choice: PairChoice::Default })
+        Ok(MulTcpConfig { n, aimd: default_pair(n), decrease: Decrease::PerFlow, choice: PairChoice::Default })
     }
 
     /// MulTCP(n) with increase `a` and `b` from eq. (5).
@@ -94,6 +108,7 @@ impl MulTcpConfig {
         Ok(MulTcpConfig {
             n,
             aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
+            decrease: Decrease::PerFlow,
             choice: PairChoice::Increase,
         })
     }
@@ -108,17 +123,25 @@ impl MulTcpConfig {
         Ok(MulTcpConfig {
             n,
             aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
+            decrease: Decrease::PerFlow,
             choice: PairChoice::Decrease,
         })
     }
 
-    /// The same choice of pair for another weight.
+    /// The same choice of pair and decrease rule for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
-        match self.choice {
+        let config = match self.choice {
             PairChoice::Default => MulTcpConfig::new(n),
             PairChoice::Increase => MulTcpConfig::with_increase(n, self.aimd.increase),
             PairChoice::Decrease => MulTcpConfig::with_decrease(n, self.aimd.decrease),
-        }
+        }?;
+        Ok(MulTcpConfig { decrease: self.decrease, ..config })
+    }
+
+    /// The number of virtual flows losses are attributed to: N with
+    /// `decrease=per-flow` above one flowshare, else 1.
+    pub fn virtual_flows(&self) -> f64 {
+        self.decrease.virtual_flows(self.n)
     }
 
     /// The window, bytes, up to which slow start sends three packets per
@@ -139,9 +162,30 @@ impl MulTcpConfig {
 }
 
 impl AlgorithmConfig for MulTcpConfig {
-    /// Parses `n`, `a` and `b`.
+    /// Parses `n`, `a`, `b` and `decrease`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let n = args.weight(Range::WEIGHT)?;
+        let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
+        let config = MulTcpConfig::pair_from_args(n, args)?;
+        Ok(MulTcpConfig { decrease, ..config })
+    }
+
+    fn weight(&self) -> f64 {
+        self.n
+    }
+
+    fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
+        Ok(Arc::new(MulTcpConfig::reweighted(self, n)?))
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(MulTcp::new(self.clone(), params))
+    }
+}
+
+impl MulTcpConfig {
+    /// Parses `a` and `b` for weight `n`.
+    fn pair_from_args(n: f64, args: &mut Args) -> Result<Self, SpecError> {
         // Ranges of a and b depend on n; the constructors check them.
         let a = args.real("a", Range::open(0.0, f64::INFINITY))?;
         let b = args.real("b", Range::open(0.0, 1.0))?;
@@ -165,18 +209,6 @@ impl AlgorithmConfig for MulTcpConfig {
             }
         }
     }
-
-    fn weight(&self) -> f64 {
-        self.n
-    }
-
-    fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
-        Ok(Arc::new(MulTcpConfig::reweighted(self, n)?))
-    }
-
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(MulTcp::new(self.clone(), params))
-    }
 }
 
 impl fmt::Display for MulTcpConfig {
@@ -186,6 +218,10 @@ impl fmt::Display for MulTcpConfig {
             PairChoice::Default => Ok(()),
             PairChoice::Increase => write!(f, ",a={}", self.aimd.increase),
             PairChoice::Decrease => write!(f, ",b={}", self.aimd.decrease),
+        }?;
+        match self.decrease {
+            Decrease::PerFlow => Ok(()),
+            Decrease::Paper => f.write_str(",decrease=paper"),
         }
     }
 }
@@ -230,6 +266,7 @@ impl MulTcpAlgorithm {
         window.set_aimd(self.config.aimd);
         window.set_rapid_slow_start(self.config.rapid_slow_start_until(self.initial_window));
         window.set_collapse_ssthresh_factor(self.config.timeout_ssthresh_factor());
+        window.set_virtual_flows(self.config.virtual_flows());
     }
 }
 

@@ -6,7 +6,43 @@
 //! loop* that carries real data, and caps a MulTCP-like *adjusting loop* at
 //! the window N flows would have at that rate.
 //!
-//! # Rules
+//! # Defaults and the paper
+//!
+//! The paper's PA-MulTCP caps the adjusting loop at eq. (9)'s `W_max` for
+//! the probe's loss event rate, assigns packets to the loops in runs, and
+//! probes with Reno: `pa-multcp:n=N,probe=reno,assign=consecutive,cap=paper`
+//! is exactly that, and the lab's reproduction of paper 000 uses it. The
+//! defaults differ where the lab and the testbed showed the weight not
+//! holding (`cap`, `assign` and `probe` below):
+//!
+//! * **`cap=measured`** (default): the adjusting loop is capped at
+//!   `g (N - 1) W̄_p`, with `W̄_p` the probe loop's window averaged over
+//!   its last four loss epochs ([`EpochAverage`]). The probe is a real flow
+//!   of the peers' kind, so its average window *is* one flowshare on this
+//!   path, whatever the peers' response function, queue or loss pattern:
+//!   W_max from a model cannot see that CUBIC's β = 0.7 beats halving at a
+//!   drop-tail queue (the lab's PA-MulTCP took 0.69 to 0.94 of its share
+//!   against CUBIC with `cap=paper`). `g >= 1` makes up for the adjusting
+//!   loop not sitting at its cap all the time: at every probe loss event
+//!   it becomes the ratio of the cap's average to the adjusting loop's over
+//!   the closed epochs, so the adjusting loop's *average* is `(N - 1) W̄_p`
+//!   (at most 2). Before the probe's first epoch ends the cap is
+//!   `(N - 1)` times the probe's window, so both loops slow-start together.
+//!   The adjusting loop runs the pair of a loop worth 3 (N - 1) flowshares
+//!   ([`loop_pair`]), stiff enough that its cap, not its own losses, sets
+//!   its rate, also where N - 1 is one flowshare of a CUBIC probe.
+//! * **`assign=proportional`** (default): the probe loop gets its share
+//!   `W_p / (W_p + W_a)` of the packets, evenly spread, so that a burst of
+//!   drops hits both loops in proportion; runs of packets
+//!   (`assign=consecutive`) let the adjusting loop's own overflows fall on
+//!   adjusting packets and hide them from the probe.
+//! * **`probe=cubic`** (default): a flowshare is a CUBIC flow's, the traffic
+//!   a server meets (Linux TCP, quiche); `probe=reno` makes it a Reno
+//!   flow's. Against the other kind one flowshare is worth what that probe
+//!   gets there (in the lab a CUBIC flow takes 1.2 to 1.4 times a Reno
+//!   flow's share), and N flowshares N times that.
+//!
+//! # Rules (paper 000, `cap=paper`)
 //!
 //! * **Probe loop** (section 4.1): TCP-friendly AIMD(1, 1/2) with its own
 //!   slow start. Its loss event rate `p` is measured on the sender with
@@ -121,11 +157,13 @@ use crate::controller::SentPacket;
 use crate::controller::Snapshot;
 use crate::controller::Value;
 use crate::cubic::CubicWindow;
+use crate::epoch_average::EpochAverage;
 use crate::equations::cubic_flow_params;
 use crate::equations::cubic_loss_event_rate_at_epoch_window;
 use crate::equations::cubic_reno_flowshares;
 use crate::equations::CubicParams;
 use crate::equations::CUBIC_WEIGHT;
+use crate::grammar::choice_name;
 use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
@@ -147,6 +185,21 @@ pub enum Assignment {
     Consecutive,
     /// Alternate packets while both loops are open.
     Interleave,
+    /// Give the probe loop its share `W_p / (W_p + W_a)` of the packets,
+    /// spread evenly, so that a burst of drops hits both loops in
+    /// proportion to their windows.
+    Proportional,
+}
+
+/// What caps the adjusting loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapRule {
+    /// `g (N - 1)` times the probe loop's average window over its last loss
+    /// epochs, with `g` corrected so that the adjusting loop's average
+    /// tracks `(N - 1)` times the probe's (default).
+    Measured,
+    /// Eq. (9)'s `W_max` at the probe's loss event rate, as in paper 000.
+    Paper,
 }
 
 /// The algorithm of the probe loop, and so the kind of flow a flowshare is.
@@ -167,6 +220,8 @@ pub struct PaMulTcpConfig {
     pub assignment: Assignment,
     /// The probe loop's algorithm.
     pub probe: ProbeKind,
+    /// What caps the adjusting loop.
+    pub cap: CapRule,
 }
 
 impl PaMulTcpConfig {
@@ -182,12 +237,24 @@ impl PaMulTcpConfig {
                 format!("= {n} is out of range; accepted range {range}{with}"),
             ));
         }
-        Ok(PaMulTcpConfig { n, assignment, probe })
+        Ok(PaMulTcpConfig { n, assignment, probe, cap: PaMulTcpConfig::DEFAULT_CAP })
+    }
+
+    /// The default assignment.
+    pub const DEFAULT_ASSIGNMENT: Assignment = Assignment::Proportional;
+    /// The default probe.
+    pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
+    /// The default cap.
+    pub const DEFAULT_CAP: CapRule = CapRule::Measured;
+
+    /// The same config with the adjusting loop capped by `cap`.
+    pub fn with_cap(self, cap: CapRule) -> Self {
+        PaMulTcpConfig { cap, ..self }
     }
 
     /// The same choices for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
-        PaMulTcpConfig::new(n, self.assignment, self.probe)
+        Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?.with_cap(self.cap))
     }
 
     /// Whether there is an adjusting loop: N > 1.
@@ -224,13 +291,11 @@ impl PaMulTcpConfig {
 impl AlgorithmConfig for PaMulTcpConfig {
     /// Parses `n`, `assign` and `probe`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
-        let assignment = args
-            .choice("assign", &[("consecutive", Assignment::Consecutive), ("interleave", Assignment::Interleave)])?
-            .unwrap_or(Assignment::Consecutive);
-        let probe =
-            args.choice("probe", &[("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)])?.unwrap_or(ProbeKind::Reno);
+        let assignment = args.choice("assign", &ASSIGNMENTS)?.unwrap_or(PaMulTcpConfig::DEFAULT_ASSIGNMENT);
+        let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
+        let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
         let n = args.weight(weight_range(probe))?;
-        PaMulTcpConfig::new(n, assignment, probe)
+        Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap))
     }
 
     fn weight(&self) -> f64 {
@@ -249,15 +314,43 @@ impl AlgorithmConfig for PaMulTcpConfig {
 impl fmt::Display for PaMulTcpConfig {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "pa-multcp:n={}", self.n)?;
-        if self.assignment == Assignment::Interleave {
-            f.write_str(",assign=interleave")?;
+        if self.assignment != PaMulTcpConfig::DEFAULT_ASSIGNMENT {
+            write!(f, ",assign={}", choice_name(&ASSIGNMENTS, self.assignment))?;
         }
-        if self.probe == ProbeKind::Cubic {
-            f.write_str(",probe=cubic")?;
+        if self.probe != PaMulTcpConfig::DEFAULT_PROBE {
+            write!(f, ",probe={}", choice_name(&PROBES, self.probe))?;
+        }
+        if self.cap != PaMulTcpConfig::DEFAULT_CAP {
+            write!(f, ",cap={}", choice_name(&CAPS, self.cap))?;
         }
         Ok(())
     }
 }
+
+/// With the measured cap, the adjusting loop runs the pair of a loop worth
+/// this many times its target flowshares, so that on its own it would take
+/// more than its target against Reno or CUBIC flows and its cap, not its
+/// losses, sets its rate. With 1 (the pair of `cap=paper`) an adjusting
+/// loop of one flowshare (N = 2) is a Reno loop that a CUBIC probe's cap
+/// never binds: the lab gave 0.89 flowshares against CUBIC at N = 2; with
+/// 3, 0.99.
+const ADJUSTING_STIFFNESS: f64 = 3.0;
+
+/// The largest `g` of the measured cap: an adjusting loop that cannot
+/// reach its cap on average (it loses too often) may be capped at up to
+/// twice its target.
+const MAX_CAP_GAIN: f64 = 2.0;
+
+/// The values of `assign`.
+const ASSIGNMENTS: [(&str, Assignment); 3] = [
+    ("consecutive", Assignment::Consecutive),
+    ("interleave", Assignment::Interleave),
+    ("proportional", Assignment::Proportional),
+];
+/// The values of `probe`.
+const PROBES: [(&str, ProbeKind); 2] = [("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)];
+/// The values of `cap`.
+const CAPS: [(&str, CapRule); 2] = [("measured", CapRule::Measured), ("paper", CapRule::Paper)];
 
 /// The accepted N: CUBIC's constants need N >= 0.01 ([`crate::mulcubic`]).
 fn weight_range(probe: ProbeKind) -> Range {
@@ -295,19 +388,29 @@ impl Loop {
 
 /// The loop for the next packet, given the loop of the previous one and
 /// which loops are open (section 4.3; module docs for the closed case).
-pub fn assign(assignment: Assignment, previous: Option<Loop>, probe_open: bool, adjusting_open: bool) -> Loop {
+/// `probe_due` says, for [`Assignment::Proportional`], whether the probe
+/// loop is behind its share of the packets.
+pub fn assign(
+    assignment: Assignment,
+    previous: Option<Loop>,
+    probe_open: bool,
+    adjusting_open: bool,
+    probe_due: bool,
+) -> Loop {
     let open = |which: Loop| match which {
         Loop::Probe => probe_open,
         Loop::Adjusting => adjusting_open,
     };
     let previous = previous.unwrap_or(match assignment {
         // Start on the probe loop in both modes.
-        Assignment::Consecutive => Loop::Probe,
+        Assignment::Consecutive | Assignment::Proportional => Loop::Probe,
         Assignment::Interleave => Loop::Adjusting,
     });
     let (first, second) = match assignment {
         Assignment::Consecutive => (previous, previous.other()),
         Assignment::Interleave => (previous.other(), previous),
+        Assignment::Proportional if probe_due => (Loop::Probe, Loop::Adjusting),
+        Assignment::Proportional => (Loop::Adjusting, Loop::Probe),
     };
     if open(first) {
         first
@@ -453,8 +556,24 @@ pub struct PaMulTcp {
     /// Largest packet number sent: packets must be numbered in increasing
     /// order to be tracked.
     largest_sent: Option<u64>,
-    /// `W_max` in packets, while the adjusting loop is used and `p` is known.
+    /// `W_max` in packets, while the adjusting loop is used and `p` is known
+    /// (`cap=paper`), or the measured cap in packets (`cap=measured`).
     w_max: Option<f64>,
+    /// The windows of both loops averaged over the probe's last loss
+    /// epochs (`cap=measured`).
+    averages: EpochAverage<3>,
+    /// `g`: the measured cap is `g (N - 1)` times the probe's average
+    /// window; corrected at every probe loss event so that the adjusting
+    /// loop's average tracks `(N - 1)` times the probe's.
+    cap_gain: f64,
+    /// Whether the application limited sending in the current probe epoch:
+    /// then the epoch says nothing about the cap and `g` is left alone.
+    epoch_app_limited: bool,
+    /// Whether the probe had a loss event since the start.
+    probe_left_slow_start: bool,
+    /// The probe loop's share of the packets sent but not yet given to it
+    /// (`assign=proportional`), in packets.
+    probe_credit: f64,
     /// Packets sent while app-limited.
     app_limited: AppLimitedTracker,
     /// Smoothed RTT of the last congestion event: pacing, loss events and
@@ -489,6 +608,11 @@ impl PaMulTcp {
             last_loop: None,
             largest_sent: None,
             w_max: None,
+            averages: EpochAverage::new(),
+            cap_gain: 1.0,
+            epoch_app_limited: false,
+            probe_left_slow_start: false,
+            probe_credit: 0.0,
             app_limited: AppLimitedTracker::default(),
             smoothed_rtt: params.initial_rtt,
             max_datagram_size: params.max_datagram_size,
@@ -548,6 +672,22 @@ impl PaMulTcp {
             self.w_max = None;
             return;
         }
+        if self.config.cap == CapRule::Measured {
+            let share = self.config.n - 1.0;
+            // Stiff enough that its cap, not its own losses, sets its rate.
+            self.adjusting.set_aimd(loop_pair(ADJUSTING_STIFFNESS * share));
+            // Until a whole epoch has been seen (slow start, and the epoch
+            // after the first loss), the probe's window stands for its
+            // average.
+            let probe = match self.averages.mean() {
+                Some([probe, _, _]) if self.averages.closed_epochs() > 0 => probe,
+                _ => self.probe.window(),
+            };
+            let cap = self.cap_gain * share * probe;
+            self.w_max = Some(cap / self.max_datagram_size as f64);
+            self.adjusting.set_cap(cap);
+            return;
+        }
         let p = self.loss_intervals.loss_event_rate();
         let pair = loop_pair(self.config.adjusting_flowshares(p, self.smoothed_rtt));
         self.adjusting.set_aimd(pair);
@@ -555,10 +695,11 @@ impl PaMulTcp {
         self.adjusting.set_cap(self.w_max.map_or(f64::INFINITY, |w_max| w_max * self.max_datagram_size as f64));
     }
 
-    fn on_probe_loss(&mut self, number: u64) {
+    fn on_probe_loss(&mut self, number: u64, now: Time) {
         let window = self.probe.window();
         if self.probe.on_lost(number) {
             self.counters.loss_events += 1;
+            self.on_probe_epoch_end(now);
         }
         let first = !self.loss_intervals.has_history();
         if self.loss_intervals.on_lost(number, self.smoothed_rtt) == LossOutcome::NewEvent && first {
@@ -568,6 +709,29 @@ impl PaMulTcp {
             let p = self.probe.loss_event_rate_at_epoch_window(segments, self.smoothed_rtt);
             self.loss_intervals.seed(1.0 / p);
         }
+    }
+
+    /// A probe loss event ended the probe's epoch: the averages move on and
+    /// `g` is corrected from the closed epochs (`cap=measured`).
+    fn on_probe_epoch_end(&mut self, now: Time) {
+        if self.config.cap != CapRule::Measured {
+            return;
+        }
+        if !self.probe_left_slow_start {
+            // Slow start is not an epoch of the steady state.
+            self.probe_left_slow_start = true;
+            self.averages = EpochAverage::new();
+        } else {
+            self.averages.close_epoch(now);
+        }
+        // The adjusting loop fills `u` of its cap on average, so a cap of
+        // `1/u` times the target gives it the target on average.
+        if let Some([_, adjusting, cap]) = self.averages.closed_mean().filter(|_| !self.epoch_app_limited) {
+            if adjusting > 0.0 && cap.is_finite() && cap > 0.0 {
+                self.cap_gain = (cap / adjusting).clamp(1.0, MAX_CAP_GAIN);
+            }
+        }
+        self.epoch_app_limited = false;
     }
 
     /// The host no longer has packets in flight that the ledger still holds:
@@ -597,7 +761,17 @@ impl Controller for PaMulTcp {
         let probe_open = (self.probe_in_flight as f64) < self.probe.window();
         let adjusting_open =
             self.config.has_adjusting_loop() && (self.adjusting_in_flight as f64) < self.adjusting.window();
-        let owner = assign(self.config.assignment, self.last_loop, probe_open, adjusting_open);
+        let probe_due = if self.config.has_adjusting_loop() {
+            let probe = self.probe.window();
+            self.probe_credit += probe / (probe + self.adjusting.window());
+            self.probe_credit >= 1.0
+        } else {
+            true
+        };
+        let owner = assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due);
+        if owner == Loop::Probe {
+            self.probe_credit = (self.probe_credit - 1.0).max(-1.0);
+        }
         self.ledger.push(packet.number, packet.bytes, owner);
         *self.in_flight_mut(owner) += packet.bytes;
         match owner {
@@ -631,7 +805,7 @@ impl Controller for PaMulTcp {
             let in_flight = self.in_flight_mut(owner);
             *in_flight = in_flight.saturating_sub(bytes);
             match owner {
-                Loop::Probe if packet.bytes > 0 => self.on_probe_loss(packet.number),
+                Loop::Probe if packet.bytes > 0 => self.on_probe_loss(packet.number, event.now),
                 Loop::Probe => self.loss_intervals.on_acked(packet.number),
                 Loop::Adjusting if packet.bytes > 0 => {
                     if self.adjusting.on_loss(packet.number) {
@@ -645,6 +819,8 @@ impl Controller for PaMulTcp {
             self.forget_in_flight();
         }
         self.update_adjusting();
+        let cap = self.adjusting.cap().min(f64::MAX);
+        self.averages.observe(event.now, [self.probe.window(), self.adjusting.window(), cap]);
     }
 
     fn on_retransmission_timeout(&mut self, _now: Time) {
@@ -659,6 +835,7 @@ impl Controller for PaMulTcp {
 
     fn on_app_limited(&mut self, _bytes_in_flight: usize) {
         self.app_limited.on_app_limited();
+        self.epoch_app_limited = true;
     }
 
     fn on_packet_discarded(&mut self, number: u64) {
@@ -732,6 +909,11 @@ impl Controller for PaMulTcp {
                 Some(("probe_window", Value::Integer(self.probe.window() as u64))),
                 adjusting.then(|| ("adjusting_window", Value::Integer(self.adjusting.window() as u64))),
                 self.last_loop.map(|which| ("last_loop", Value::Name(which.name()))),
+                (self.config.cap == CapRule::Measured && adjusting).then(|| ("cap_gain", Value::Real(self.cap_gain))),
+                self.averages
+                    .mean()
+                    .filter(|_| self.config.cap == CapRule::Measured)
+                    .map(|[probe, _, _]| ("probe_average", Value::Real(probe))),
             ]
             .into_iter()
             .flatten()
@@ -801,6 +983,51 @@ mod tests {
     }
 
     #[test]
+    fn proportional_assignment_spreads_the_probes_share_evenly() {
+        // PA-MulTCP(4) at the start: probe 10 packets, adjusting 10 (its
+        // IW is that of min(N', 1) flows), so every other packet is the
+        // probe's while both are open.
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+        let loops = loops_of(&mut host, 20);
+        assert_eq!(loops.iter().filter(|&&l| l == Loop::Probe).count(), 10);
+        assert!(loops.windows(2).all(|pair| pair[0] != pair[1]), "{loops:?}");
+    }
+
+    #[test]
+    fn measured_cap_is_n_minus_one_times_the_probe_window_in_slow_start() {
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+        host.round();
+        let controller = &host.controller;
+        let probe = controller.probe_window();
+        assert_eq!(controller.w_max().map(|packets| packets * 1000.0), Some(3.0 * probe));
+        assert!(controller.adjusting_loop().window() <= 3.0 * probe);
+    }
+
+    #[test]
+    fn measured_cap_follows_the_probes_average_over_its_epochs() {
+        // Probe loss events every 4 rounds of 100 ms; the cap is g (N - 1)
+        // times the probe's time-averaged window, and g is 1 or more.
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+        for _ in 0..8 {
+            for _ in 0..4 {
+                host.round();
+                host.now = host.now + Duration::from_millis(100);
+            }
+            let sent = host.send_allowed(usize::MAX);
+            let probe_packet = sent
+                .clone()
+                .find(|&n| host.controller.ledger.packets.iter().any(|e| e.number == n && e.owner == Loop::Probe));
+            let others: Vec<u64> = sent.filter(|&n| Some(n) != probe_packet).collect();
+            host.event(&others, &probe_packet.into_iter().collect::<Vec<_>>());
+        }
+        let snapshot = host.controller.snapshot();
+        let (gain, average) = (snapshot.number("cap_gain").unwrap(), snapshot.number("probe_average").unwrap());
+        assert!(gain >= 1.0 && gain <= 2.0, "{snapshot:?}");
+        assert!(close(snapshot.number("w_max").unwrap(), gain * 3.0 * average, 1e-9), "{snapshot:?}");
+        assert!(host.controller.adjusting_loop().window() <= gain * 3.0 * average + 1e-6);
+    }
+
+    #[test]
     fn adjusting_pair_is_sqrt_n_and_two_over_one_plus_three_n_to_the_1_5() {
         // N' = 3: AIMD(√3, 2/(1 + 3·3^1.5)) = AIMD(1.7321, 0.12057).
         let pair = loop_pair(3.0);
@@ -851,7 +1078,7 @@ mod tests {
         // The probe loses at 20 packets: window 10, and the seeded interval is
         // 3 · 10² / 8 = 37.5 packets. The open interval (20 packets since the
         // loss) is shorter, so p = 1/37.5.
-        let host = after_first_probe_loss("pa-multcp:n=4");
+        let host = after_first_probe_loss("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper");
         let controller = &host.controller;
         assert_eq!(controller.probe_window(), 10_000.0);
         assert!(close(controller.loss_event_rate().unwrap(), 1.0 / 37.5, 1e-15));
@@ -874,7 +1101,7 @@ mod tests {
 
     #[test]
     fn adjusting_window_is_clamped_to_w_max_and_stops_there() {
-        let mut host = after_first_probe_loss("pa-multcp:n=4");
+        let mut host = after_first_probe_loss("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper");
         // Acknowledge the adjusting loop's 20 packets: slow start would reach 40.
         let adjusting: Vec<u64> = (20..40).collect();
         host.event(&adjusting, &[]);
@@ -884,7 +1111,7 @@ mod tests {
 
     #[test]
     fn window_after_loss_is_one_minus_b_times_w_in_each_loop() {
-        let mut host = after_first_probe_loss("pa-multcp:n=4");
+        let mut host = after_first_probe_loss("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper");
         // Probe: 20 -> 10 packets (b = 1/2). Adjusting: a loss at 20 packets
         // leaves (1 - 0.12057) · 20 = 17.589 packets.
         host.event(&[], &[20]);
@@ -900,7 +1127,7 @@ mod tests {
 
     #[test]
     fn growth_per_rtt_is_one_packet_in_the_probe_and_sqrt_n_prime_in_the_adjusting_loop() {
-        let mut host = after_first_probe_loss("pa-multcp:n=4");
+        let mut host = after_first_probe_loss("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper");
         host.event(&[], &[20]); // adjusting: 20 -> 17.589 packets
         let outstanding: Vec<u64> = host.outstanding.iter().map(|&(n, _)| n).collect();
         host.event(&outstanding, &[]); // sent before the decreases: no growth
@@ -939,7 +1166,7 @@ mod tests {
 
     #[test]
     fn consecutive_assignment_fills_one_loop_then_the_other() {
-        let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper"));
         let loops = loops_of(&mut host, 20);
         assert!(loops[..10].iter().all(|&l| l == Loop::Probe));
         assert!(loops[10..].iter().all(|&l| l == Loop::Adjusting));
@@ -962,7 +1189,7 @@ mod tests {
 
     #[test]
     fn interleaved_assignment_alternates_while_both_loops_are_open() {
-        let mut host = Host::new(pa_multcp("pa-multcp:n=4,assign=interleave"));
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4,assign=interleave,probe=reno,cap=paper"));
         let loops = loops_of(&mut host, 20);
         let alternating: Vec<Loop> = (0..20).map(|i| if i % 2 == 0 { Loop::Probe } else { Loop::Adjusting }).collect();
         assert_eq!(loops, alternating);
@@ -975,22 +1202,28 @@ mod tests {
     fn assignment_rules() {
         use Assignment::*;
         use Loop::*;
-        assert_eq!(assign(Consecutive, None, true, true), Probe);
-        assert_eq!(assign(Consecutive, Some(Adjusting), true, true), Adjusting);
-        assert_eq!(assign(Consecutive, Some(Adjusting), true, false), Probe);
-        assert_eq!(assign(Interleave, None, true, true), Probe);
-        assert_eq!(assign(Interleave, Some(Probe), true, true), Adjusting);
-        assert_eq!(assign(Interleave, Some(Probe), true, false), Probe);
-        for mode in [Consecutive, Interleave] {
+        // The fifth argument (probe due) matters for proportional only.
+        for due in [true, false] {
+            assert_eq!(assign(Consecutive, None, true, true, due), Probe);
+            assert_eq!(assign(Consecutive, Some(Adjusting), true, true, due), Adjusting);
+            assert_eq!(assign(Consecutive, Some(Adjusting), true, false, due), Probe);
+            assert_eq!(assign(Interleave, None, true, true, due), Probe);
+            assert_eq!(assign(Interleave, Some(Probe), true, true, due), Adjusting);
+            assert_eq!(assign(Interleave, Some(Probe), true, false, due), Probe);
+        }
+        assert_eq!(assign(Proportional, Some(Probe), true, true, true), Probe);
+        assert_eq!(assign(Proportional, Some(Probe), true, true, false), Adjusting);
+        assert_eq!(assign(Proportional, Some(Adjusting), false, true, true), Adjusting);
+        for mode in [Consecutive, Interleave, Proportional] {
             for previous in [None, Some(Probe), Some(Adjusting)] {
-                assert_eq!(assign(mode, previous, false, false), Probe);
+                assert_eq!(assign(mode, previous, false, false, true), Probe);
             }
         }
     }
 
     #[test]
     fn acks_and_losses_go_back_to_the_loop_that_sent_the_packet() {
-        let mut host = Host::new(pa_multcp("pa-multcp:n=4,assign=interleave"));
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4,assign=interleave,probe=reno,cap=paper"));
         host.send(20); // even numbers probe, odd adjusting
         host.event(&[1, 3, 5], &[]);
         assert_eq!(host.controller.adjusting_loop().window(), 13_000.0);
@@ -1003,7 +1236,7 @@ mod tests {
 
     #[test]
     fn weight_change_mid_flight_updates_the_pair_and_w_max_at_once() {
-        let mut host = after_first_probe_loss("pa-multcp:n=4");
+        let mut host = after_first_probe_loss("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper");
         // N = 8: N' = 7, AIMD(√7, 0.035360), W_max at p = 1/37.5 is 53.445 packets.
         host.controller.set_weight(8.0).unwrap();
         assert_eq!(host.controller.adjusting_loop().aimd(), loop_pair(7.0));
@@ -1030,14 +1263,14 @@ mod tests {
 
     #[test]
     fn one_flowshare_is_the_probe_loop_alone() {
-        let mut host = Host::new(pa_multcp("pa-multcp:n=1"));
+        let mut host = Host::new(pa_multcp("pa-multcp:n=1,probe=reno,assign=consecutive,cap=paper"));
         assert_eq!(host.controller.congestion_window(), 10_000);
         assert!(loops_of(&mut host, 12).iter().all(|&l| l == Loop::Probe));
     }
 
     #[test]
     fn scavenger_probe_is_aimd_n_squared_one_half() {
-        let controller = pa_multcp("pa-multcp:n=0.5");
+        let controller = pa_multcp("pa-multcp:n=0.5,probe=reno,assign=consecutive,cap=paper");
         match &controller.probe {
             ProbeLoop::Reno(window) => assert_eq!(window.aimd(), Aimd { increase: 0.25, decrease: 0.5 }),
             other => panic!("{other:?}"),
@@ -1061,7 +1294,7 @@ mod tests {
     fn cubic_probe_seeds_p_from_cubics_epoch_window() {
         // W = 10 segments at RTT 100 ms is Reno-friendly for CUBIC: p is
         // AIMD(α, 0.3)'s eq. (1) inverted, 2α / (0.3 · 1.7 · 100).
-        let host = after_first_probe_loss("pa-multcp:n=4,probe=cubic");
+        let host = after_first_probe_loss("pa-multcp:n=4,probe=cubic,assign=consecutive,cap=paper");
         let alpha = CubicParams::STANDARD.alpha;
         let seed = 0.3 * 1.7 * 100.0 / (2.0 * alpha);
         assert!(close(host.controller.loss_event_rate().unwrap(), 1.0 / seed, 1e-14));
@@ -1070,7 +1303,7 @@ mod tests {
 
     #[test]
     fn host_with_nothing_in_flight_reopens_both_loops() {
-        let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper"));
         host.send(20);
         // The host dropped the packets without telling: it reports nothing in flight.
         host.outstanding.clear();
@@ -1084,7 +1317,7 @@ mod tests {
 
     #[test]
     fn ledger_memory_is_released_as_packets_resolve() {
-        let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+        let mut host = Host::new(pa_multcp("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper"));
         host.send(20);
         let numbers: Vec<u64> = (0..20).rev().collect();
         for number in numbers {
@@ -1108,7 +1341,7 @@ mod tests {
             assert_eq!(spec, again, "{text} -> {spec}");
         }
         let spec: Spec = "pa-multcp:probe=cubic,assign=interleave,n=4".parse().unwrap();
-        assert_eq!(spec.to_string(), "pa-multcp:n=4,assign=interleave,probe=cubic");
+        assert_eq!(spec.to_string(), "pa-multcp:n=4,assign=interleave");
         assert_eq!(spec.weight(), 4.0);
         assert_eq!(spec.build(&testing::params()).snapshot().algorithm, "pa-multcp");
     }
@@ -1117,13 +1350,13 @@ mod tests {
     fn spec_keys_and_errors() {
         let error = |text: &str| text.parse::<Spec>().unwrap_err().to_string();
         assert!(error("pa-multcp:n=4,assign=random")
-            .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave)"));
+            .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, proportional)"));
         assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
-        assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range (0, 256]"));
+        assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
         assert!(
             error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]")
         );
-        assert!(error("pa-multcp:m=1").contains("m is not a known key (accepted: assign, probe, n)"));
+        assert!(error("pa-multcp:m=1").contains("m is not a known key (accepted: assign, probe, cap, n)"));
     }
 
     proptest! {

@@ -12,12 +12,12 @@
 //! |---|---|---|---|---|
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
-//! | `multcp` | (0, 256] | yes | window | `n`, `a`, `b` ([`crate::multcp`]) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
-//! | `pa-multcp` | (0, 256], [0.01, 256] with `probe=cubic` | yes | window | `n`, `assign`, `probe` ([`crate::pa_multcp`]) |
-//! | `mulcubic` | [0.01, 256] | yes | window | `n` ([`crate::mulcubic`]) |
-//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi` ([`crate::multfrc`]) |
+//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap` ([`crate::pa_multcp`]) |
+//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease` ([`crate::mulcubic`]) |
+//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `flows_hit` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -56,6 +56,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: Some(Standard::Reno),
         grouped: false,
         example: "reno",
+        paper: None,
         parse: parse::<RenoConfig>,
     },
     Algorithm {
@@ -67,6 +68,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: Some(Standard::Cubic),
         grouped: false,
         example: "cubic",
+        paper: None,
         parse: parse::<CubicConfig>,
     },
     Algorithm {
@@ -78,6 +80,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multcp:n=4,a=2",
+        paper: Some("decrease=paper"),
         parse: parse::<MulTcpConfig>,
     },
     Algorithm {
@@ -89,6 +92,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "ctcp:gamma=5,beta=0.3",
+        paper: None,
         parse: parse::<CtcpConfig>,
     },
     Algorithm {
@@ -100,17 +104,19 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: true,
         example: "mcompound:group=registry-example,gamma=20",
+        paper: None,
         parse: parse::<McompoundConfig>,
     },
     Algorithm {
         name: "pa-multcp",
         summary: "PA-MulTCP(N): probe loop + capped adjusting loop (paper 000 section 4)",
-        weights: Some(Range::WEIGHT),
+        weights: Some(CUBIC_WEIGHT),
         reweightable: true,
         delivery: Delivery::Window,
         standard: None,
         grouped: false,
         example: "pa-multcp:n=4,assign=interleave,probe=cubic",
+        paper: Some("probe=reno,assign=consecutive,cap=paper"),
         parse: parse::<PaMulTcpConfig>,
     },
     Algorithm {
@@ -122,6 +128,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "mulcubic:n=4",
+        paper: Some("decrease=paper"),
         parse: parse::<MulCubicConfig>,
     },
     Algorithm {
@@ -133,6 +140,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multfrc:n=4,b=2,t_mbi=1",
+        paper: Some("flows_hit=paper"),
         parse: parse::<MulTfrcConfig>,
     },
 ];
@@ -175,6 +183,18 @@ impl FromStr for Spec {
             Ok(Spec::new(algorithm, config))
         };
         parse().map_err(|e: SpecError| e.in_spec(text))
+    }
+}
+
+impl Algorithm {
+    /// The spec text that runs the algorithm as its paper describes it: its
+    /// name with [`Algorithm::paper`]'s keys (and any key the algorithm
+    /// requires still to be added, as `mcompound`'s group).
+    pub fn paper_text(&self) -> String {
+        match self.paper {
+            Some(keys) => format!("{}:{keys}", self.name),
+            None => self.name.to_string(),
+        }
     }
 }
 
@@ -221,7 +241,7 @@ mod tests {
         assert!(error("multcp:n=NaN").contains("n = NaN is out of range"));
         assert!(error("multcp:n=inf").contains("n = inf is out of range"));
         assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
-        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, a, b)"));
+        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, decrease, a, b)"));
         assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
         assert!(error("multcp:n").contains("has no value"));
         assert!(error("bbr9").contains("algorithm \"bbr9\" is not a known algorithm"));
@@ -287,9 +307,22 @@ mod tests {
     }
 
     #[test]
+    fn paper_specs_parse_and_keep_their_keys_when_reweighted() {
+        for algorithm in weighted() {
+            let spec: Spec = algorithm.paper_text().parse().unwrap();
+            assert_eq!(spec.name(), algorithm.name);
+            if let (Some(keys), Ok(weighted)) = (algorithm.paper, spec.reweighted(4.0)) {
+                for key in keys.split(',') {
+                    assert!(weighted.to_string().contains(key), "{weighted} lacks {key}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn reweighting_keeps_every_other_choice() {
         let spec: Spec = "pa-multcp:n=4,assign=interleave,probe=cubic".parse().unwrap();
-        assert_eq!(spec.reweighted(0.5).unwrap().to_string(), "pa-multcp:n=0.5,assign=interleave,probe=cubic");
+        assert_eq!(spec.reweighted(0.5).unwrap().to_string(), "pa-multcp:n=0.5,assign=interleave");
         let spec: Spec = "multcp:a=2".parse().unwrap();
         assert_eq!(spec.reweighted(4.0).unwrap(), "multcp:n=4,a=2".parse().unwrap());
         assert!(Spec::of_standard(Standard::Cubic)

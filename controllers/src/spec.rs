@@ -62,6 +62,9 @@ pub struct Algorithm {
     pub grouped: bool,
     /// A spec with non-default keys, driven by the shared property tests.
     pub example: &'static str,
+    /// Where the default departs from the algorithm's paper: the keys that
+    /// restore the paper's behaviour, as the lab's reproductions run it.
+    pub paper: Option<&'static str>,
     /// Reads the algorithm's keys.
     pub(crate) parse: fn(&mut Args) -> Result<Arc<dyn AlgorithmConfig>, SpecError>,
 }

@@ -12,6 +12,16 @@
 //! `a * max_datagram_size * acked / window` per acknowledgement adds up
 //! exactly instead of being lost to rounding.
 //!
+//! A loop can stand for `n` equal flows ([`WindowLoop::set_virtual_flows`]):
+//! then every loss of a loss event is attributed to one of the `n` virtual
+//! flows at random, and the window loses `b` of itself for each virtual flow
+//! the event hits, as `n` separate flows would each back off when their own
+//! packets are dropped. With `k` packets lost the expected number of flows
+//! hit is [`flows_hit`]`(n, k)`, so an event that loses one packet decreases
+//! by `b` as before, and one that loses many decreases by up to `n b`
+//! (never more than half the window, what all `n` flows halving would
+//! leave, unless `b` itself is larger).
+//!
 //! The recovery period is tracked by packet number rather than send time:
 //! quiche reports lost packets without their send time, and packet numbers
 //! increase with send time, so "sent before the decrease" is "numbered at
@@ -27,6 +37,7 @@ use crate::controller::Counters;
 use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
+use crate::equations::flows_hit;
 use crate::grammar::SpecError;
 use crate::time::Time;
 
@@ -42,6 +53,29 @@ pub const SLOW_START_PACING_GAIN: f64 = 2.0;
 /// value slightly above 1 (1.25) so RTT variation does not leave the window
 /// underused.
 pub const CONGESTION_AVOIDANCE_PACING_GAIN: f64 = 1.25;
+
+/// How a loss event decreases a window that stands for several flows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decrease {
+    /// Once for each virtual flow the event's losses hit (default).
+    PerFlow,
+    /// Once per loss event, as in the papers (`decrease=paper`).
+    Paper,
+}
+
+impl Decrease {
+    /// The virtual flows a window worth `n` flowshares attributes its
+    /// losses to: `n` with [`Decrease::PerFlow`] above one flowshare, else 1.
+    pub fn virtual_flows(self, n: f64) -> f64 {
+        match self {
+            Decrease::PerFlow => n.max(1.0),
+            Decrease::Paper => 1.0,
+        }
+    }
+}
+
+/// The values of the `decrease` key.
+pub const DECREASES: [(&str, Decrease); 2] = [("per-flow", Decrease::PerFlow), ("paper", Decrease::Paper)];
 
 /// A loss-based AIMD window loop.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +99,12 @@ pub struct WindowLoop {
     max_datagram_size: f64,
     /// Which of this loop's packets were sent before its last decrease.
     recovery: RecoveryPeriod,
+    /// The number of equal flows the loop stands for when it attributes
+    /// losses to flows; 1 for one decrease per loss event.
+    virtual_flows: f64,
+    /// The window before the current loss event's first decrease, bytes,
+    /// and the packets lost in the event so far.
+    event: Option<(f64, u32)>,
 }
 
 impl WindowLoop {
@@ -80,7 +120,23 @@ impl WindowLoop {
             collapse_ssthresh_factor: None,
             max_datagram_size,
             recovery: RecoveryPeriod::default(),
+            virtual_flows: 1.0,
+            event: None,
         }
+    }
+
+    /// Makes the loop stand for `n` equal flows: a loss event decreases the
+    /// window by `b` for each virtual flow its losses hit (module docs);
+    /// `n <= 1` is one decrease per loss event.
+    pub fn set_virtual_flows(&mut self, n: f64) {
+        self.virtual_flows = n.max(1.0);
+    }
+
+    /// The fraction of the window a loss event with `losses` lost packets
+    /// removes: `b` per virtual flow hit, at most `max(b, 1/2)`.
+    fn event_decrease(&self, losses: u32) -> f64 {
+        let b = self.aimd.decrease;
+        (flows_hit(self.virtual_flows, losses as f64) * b).min(b.max(0.5))
     }
 
     /// Sends three packets per acknowledged packet in slow start while the
@@ -181,7 +237,20 @@ impl WindowLoop {
     /// avoidance spreads its `a` packets per RTT over both.
     pub fn on_ack_alongside(&mut self, number: u64, bytes: usize, may_grow: bool, alongside: f64) {
         self.recovery.on_acked(number);
-        if !may_grow || self.recovery.sent_before_decrease(number) || bytes == 0 {
+        if !may_grow || bytes == 0 {
+            return;
+        }
+        if self.recovery.sent_before_decrease(number) {
+            // Of the virtual flows, only those the event hit are in
+            // recovery: the others grow on as separate flows would.
+            if let Some((_, losses)) = self.event {
+                let unhit = 1.0 - flows_hit(self.virtual_flows, losses as f64) / self.virtual_flows;
+                if unhit > 0.0 && self.window < self.cap {
+                    let growth =
+                        unhit * self.aimd.increase * self.max_datagram_size * bytes as f64 / (self.window + alongside);
+                    self.window = (self.window + growth).min(self.cap);
+                }
+            }
             return;
         }
         let mut remaining = bytes as f64;
@@ -210,9 +279,20 @@ impl WindowLoop {
     /// of packets sent before the last decrease belong to that event.
     pub fn on_loss(&mut self, number: u64) -> bool {
         if self.recovery.sent_before_decrease(number) {
+            // Another loss of the event: with virtual flows it may hit one
+            // more of them, while the event's recovery lasts.
+            if let Some((before, losses)) = self.event.as_mut().filter(|_| self.recovery.in_recovery()) {
+                *losses += 1;
+                let (before, losses) = (*before, *losses);
+                let window = (before * (1.0 - self.event_decrease(losses))).max(self.minimum_window());
+                self.window = self.window.min(window);
+                self.ssthresh = self.window;
+            }
             return false;
         }
-        self.window = (self.window * (1.0 - self.aimd.decrease)).max(self.minimum_window());
+        let before = self.window;
+        self.event = (self.virtual_flows > 1.0).then_some((before, 1));
+        self.window = (before * (1.0 - self.event_decrease(1))).max(self.minimum_window());
         self.ssthresh = self.window;
         self.recovery.start(Some(number));
         true
@@ -232,6 +312,7 @@ impl WindowLoop {
         self.ssthresh = ssthresh.max(self.minimum_window()).min(self.cap);
         self.window = self.minimum_window();
         self.recovery.start(None);
+        self.event = None;
     }
 
     /// The pacing rate for this window, bytes per second, given the smoothed
@@ -608,6 +689,57 @@ mod tests {
         window.on_sent(12);
         window.on_ack(12, MSS, true);
         assert!((window.window() - (10_300.0 + 3_000_000.0 / 10_300.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn per_flow_decrease_takes_b_for_each_virtual_flow_the_event_hits() {
+        // AIMD(4, 1/8) standing for 4 flows, 16 packets: k losses in one
+        // event hit h(k) = 4 (1 - (3/4)^k) flows, 1, 1.75, 2.3125, ...
+        let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
+        window.set_virtual_flows(4.0);
+        send_and_ack(&mut window, 0..6);
+        for n in 6..30 {
+            window.on_sent(n);
+        }
+        assert!(window.on_loss(7));
+        assert_eq!(window.window(), 16_000.0 * (1.0 - 0.125));
+        assert!(!window.on_loss(8));
+        assert_eq!(window.window(), 16_000.0 * (1.0 - 1.75 * 0.125));
+        assert!(!window.on_loss(9));
+        assert_eq!(window.window(), 16_000.0 * (1.0 - 2.3125 * 0.125));
+        assert_eq!(window.ssthresh(), window.window());
+        // Never more than half: all four flows halving.
+        for n in 10..30 {
+            window.on_loss(n);
+        }
+        assert!((window.window() - 16_000.0 * (1.0 - 4.0 * (1.0 - 0.75f64.powi(23)) * 0.125)).abs() < 1e-6);
+        assert!(window.window() >= 8_000.0);
+    }
+
+    #[test]
+    fn the_flows_an_event_did_not_hit_grow_during_its_recovery() {
+        // One loss of four flows: three quarters of AIMD(4, 1/8)'s growth
+        // goes on while the acknowledgements of older packets arrive.
+        let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
+        window.set_virtual_flows(4.0);
+        send_and_ack(&mut window, 0..6);
+        for n in 6..30 {
+            window.on_sent(n);
+        }
+        assert!(window.on_loss(6));
+        let after = window.window();
+        window.on_ack(7, MSS, true);
+        assert_eq!(window.window(), after + 0.75 * 4.0 * 1000.0 * 1000.0 / after);
+        // One flow alone (virtual flows 1) does not grow in recovery.
+        let mut one = WindowLoop::new(Aimd::STANDARD, &params());
+        send_and_ack(&mut one, 0..6);
+        for n in 6..30 {
+            one.on_sent(n);
+        }
+        one.on_loss(6);
+        let after = one.window();
+        one.on_ack(7, MSS, true);
+        assert_eq!(one.window(), after);
     }
 
     #[test]
