@@ -229,6 +229,22 @@ impl Weighted {
         (weighted, others)
     }
 
+    /// The weighted algorithms called `names` as their papers describe
+    /// them ([`flowshare_controllers::Algorithm::paper`]), each reported by
+    /// its name, and apart the names that are no weighted algorithm.
+    pub fn papers(names: &[String]) -> (Vec<Weighted>, Vec<String>) {
+        let mut weighted = Vec::new();
+        let mut others = Vec::new();
+        for name in names {
+            let paper = registry::find(name).filter(|algorithm| algorithm.is_weighted()).map(|a| a.paper_text());
+            match paper.map(|text| text.parse::<Spec>()) {
+                Some(Ok(spec)) => weighted.push(Weighted { name: name.clone(), spec }),
+                _ => others.push(name.clone()),
+            }
+        }
+        (weighted, others)
+    }
+
     /// The spec with weight `n`.
     pub fn at(&self, n: f64) -> Result<Spec, SpecError> {
         self.spec.reweighted(n)
@@ -322,14 +338,23 @@ mod tests {
 
     #[test]
     fn weighted_controllers_are_parsed_once_and_reweighted() {
-        let names = ["pa-multcp:probe=cubic", "ctcp", "bogus", "multcp"].map(String::from);
+        let names = ["pa-multcp:probe=reno", "ctcp", "bogus", "multcp"].map(String::from);
         let (weighted, others) = Weighted::parse_all(&names);
         assert_eq!(others, ["ctcp", "bogus"]);
-        assert_eq!(weighted[0].name, "pa-multcp:probe=cubic");
-        assert_eq!(weighted[0].at(2.0).unwrap().to_string(), "pa-multcp:n=2,probe=cubic");
+        assert_eq!(weighted[0].name, "pa-multcp:probe=reno");
+        assert_eq!(weighted[0].at(2.0).unwrap().to_string(), "pa-multcp:n=2,probe=reno");
         assert_eq!(weighted[1].at(0.5).unwrap().to_string(), "multcp:n=0.5");
         assert!(weighted.iter().all(Weighted::takes_fractional_weight));
         assert_eq!(weighted_algorithms(), ["multcp", "pa-multcp", "mulcubic", "multfrc"]);
         assert_eq!(standard_algorithms(), ["reno", "cubic"]);
+    }
+
+    #[test]
+    fn paper_reproductions_run_each_algorithm_as_its_paper_describes_it() {
+        let (weighted, others) = Weighted::papers(&["pa-multcp", "multfrc", "reno"].map(String::from));
+        assert_eq!(others, ["reno"]);
+        assert_eq!(weighted[0].name, "pa-multcp");
+        assert_eq!(weighted[0].at(4.0).unwrap().to_string(), "pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper");
+        assert_eq!(weighted[1].at(4.0).unwrap().to_string(), "multfrc:n=4,flows_hit=paper");
     }
 }

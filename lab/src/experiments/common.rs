@@ -58,9 +58,14 @@ pub struct Controllers {
 }
 
 impl Controllers {
-    /// `--controllers`, or `default`.
+    /// `--controllers`, or the algorithms `default` names as their papers
+    /// describe them ([`Weighted::paper`]): the experiments reproduce the
+    /// papers, where flowshare's defaults depart from them.
     pub fn choose(options: &Options, default: impl FnOnce() -> Vec<String>) -> Controllers {
-        let (weighted, skipped) = Weighted::parse_all(&options.controllers.clone().unwrap_or_else(default));
+        let (weighted, skipped) = match &options.controllers {
+            Some(names) => Weighted::parse_all(names),
+            None => Weighted::papers(&default()),
+        };
         let mut notes = String::new();
         note_skipped(&mut notes, &skipped, "controllers", "no weighted controller of the spec language");
         Controllers { weighted, skipped, notes }

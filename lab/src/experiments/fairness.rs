@@ -369,7 +369,7 @@ mod tests {
             assert_eq!(point.m + (point.n.ceil() as usize).max(1), 20, "{}", point.spec);
         }
         let first = &grid.points[0];
-        assert_eq!((first.spec.as_str(), first.peer.as_str(), first.m), ("multcp:n=0.5", "reno", 19));
+        assert_eq!((first.spec.as_str(), first.peer.as_str(), first.m), ("multcp:n=0.5,decrease=paper", "reno", 19));
         let scenario = scenario(first, &grid, &options);
         assert_eq!((scenario.duration_s, scenario.warmup_s, scenario.start_spread_s), (40.0, 10.0, 2.0));
         let link = &scenario.links[0];
@@ -386,7 +386,7 @@ mod tests {
         assert_eq!(grid.chosen.skipped, ["ctcp"]);
         assert!(grid.chosen.notes.contains("skipped controllers ctcp"), "{}", grid.chosen.notes);
         let specs: Vec<&str> = grid.points.iter().map(|point| point.spec.as_str()).collect();
-        assert_eq!(specs, ["pa-multcp:n=3,probe=cubic"; 2]);
+        assert_eq!(specs, ["pa-multcp:n=3"; 2]);
         assert_eq!(grid.points[0].controller, "pa-multcp:probe=cubic");
     }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::json;
 use serde_json::Value;
 
+use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
 
 use super::common::bulk;
@@ -59,7 +60,9 @@ struct Plan {
 
 fn plan(options: &Options) -> Result<Plan, String> {
     let quick = options.quick;
-    let controller = options.first_controller().unwrap_or_else(|| "multcp".into());
+    // Paper 001's MulTCP: one decrease per loss event.
+    let paper = || registry::find("multcp").map_or_else(|| "multcp".into(), |algorithm| algorithm.paper_text());
+    let controller = options.first_controller().unwrap_or_else(paper);
     let n = options.first_n().unwrap_or(2.0);
     let spec = controller.parse::<Spec>().and_then(|spec| spec.reweighted(n));
     let spec = spec.map_err(|e| e.to_string())?.to_string();
@@ -148,7 +151,7 @@ mod tests {
     #[test]
     fn the_mixes_share_a_50_packet_queue_of_either_discipline() {
         let plan = plan(&Options { quick: true, ..Default::default() }).unwrap();
-        assert_eq!((plan.spec.as_str(), plan.n, plan.rate), ("multcp:n=2", 2.0, 2.0));
+        assert_eq!((plan.spec.as_str(), plan.n, plan.rate), ("multcp:n=2,decrease=paper", 2.0, 2.0));
         for (scenario, (queue, standard, weighted, _)) in plan.scenarios.iter().zip(MIXES) {
             let link = &scenario.links[0];
             assert_eq!((link.queue.as_str(), link.buffer_packets, link.buffer_bdp), (queue, Some(50), None));

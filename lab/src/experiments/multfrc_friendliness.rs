@@ -81,7 +81,10 @@ pub fn run(options: &Options, out: &Path) -> Result<Outcome, String> {
     let quick = options.quick;
     let name_given = options.first_controller().unwrap_or_else(|| "multfrc".into());
     let peer = options.first_peer().unwrap_or_else(|| "reno".into());
-    let (weighted, _) = Weighted::parse_all(std::slice::from_ref(&name_given));
+    let (weighted, _) = match options.controllers {
+        Some(_) => Weighted::parse_all(std::slice::from_ref(&name_given)),
+        None => Weighted::papers(std::slice::from_ref(&name_given)),
+    };
     let Some(controller) = weighted.first() else {
         let note = format!("note: skipped: {name_given} is no weighted controller of the spec language");
         let summary = json!({"scenario": "multfrc-friendliness", "seed": options.seed, "flows": [],
