@@ -12,6 +12,7 @@ mod bench;
 mod demo;
 mod eq;
 mod h3;
+mod scorecard;
 mod units;
 
 #[derive(Parser)]
@@ -52,6 +53,9 @@ enum Command {
     Testbed(flowshare_testbed::cli::TestbedArgs),
     /// Run a scenario in the lab and in the testbed and print both.
     Compare(flowshare_testbed::cli::CompareArgs),
+    /// Does a weight of N give N flowshares? A grid of weights, peers,
+    /// paths and queues with weight-one controls, in the lab or the testbed.
+    Scorecard(scorecard::ScorecardArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Command::Loadtest(args) => h3::loadtest(args),
         Command::Testbed(args) => flowshare_testbed::cli::run(args),
         Command::Compare(args) => flowshare_testbed::cli::compare(args),
+        Command::Scorecard(args) => scorecard::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,6 +13,7 @@
 //! | [`metrics`] | fairness index, CoV, utilisation, loss and delay |
 //! | [`options`] | the options of the built-in scenarios, shared with the testbed |
 //! | [`experiments`] | the papers' experiments, one module each |
+//! | [`scorecard`] | does a weight of N give N flowshares: the grid, its campaign and report |
 //!
 //! Time is virtual (`Nanos`, nanoseconds since the start of the run), the
 //! only randomness is one seeded stream per run ([`rng`]), and nothing reads
@@ -32,6 +33,7 @@ pub mod report;
 pub mod result;
 pub mod rng;
 pub mod scenario;
+pub mod scorecard;
 pub mod sender;
 pub mod setup;
 pub mod sim;

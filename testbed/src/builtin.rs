@@ -136,7 +136,7 @@ fn linux_peers() -> Vec<String> {
 }
 
 /// Every peer name.
-fn peer_names() -> Vec<String> {
+pub(crate) fn peer_names() -> Vec<String> {
     [quiche_peers(), linux_peers()].concat()
 }
 
@@ -159,7 +159,7 @@ fn flow(cc: &str, count: usize, path: &[&str], role: Role) -> FlowConfig {
 }
 
 /// A standard peer as a flow entry and its transport.
-fn peer(name: &str, count: usize, path: &[&str]) -> Result<(FlowConfig, Transport), String> {
+pub(crate) fn peer(name: &str, count: usize, path: &[&str]) -> Result<(FlowConfig, Transport), String> {
     let (cc, transport) = match name.strip_prefix(LINUX) {
         Some(algorithm) => (algorithm, Transport::Tcp),
         None => (name, Transport::Quic),

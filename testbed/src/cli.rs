@@ -84,7 +84,7 @@ pub struct MachineArgs {
     /// Longest total wait for a quiet machine over all runs, seconds; after
     /// that, runs go ahead and are marked.
     #[arg(long, default_value_t = 3.0 * 3600.0)]
-    wait_quiet: f64,
+    pub(crate) wait_quiet: f64,
     /// The ns-3 program (default: built by testbed/ns3/build.sh).
     #[arg(long)]
     ns3: Option<PathBuf>,
@@ -173,7 +173,7 @@ fn select(args: &ScenarioArgs) -> Result<(String, Vec<Case>, Options), String> {
 
 /// Ctrl-C, SIGTERM and SIGHUP set the flag instead of killing us, so that
 /// the namespaces and children of the current run are removed.
-fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
+pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(signal, Arc::clone(&flag)).map_err(|e| format!("cannot handle signals: {e}"))?;
@@ -225,7 +225,7 @@ struct Finished {
 }
 
 /// Runs one case with one seed into `dir`.
-fn run_case(
+pub(crate) fn run_case(
     case: &Case,
     seed: u64,
     dir: &Path,

@@ -14,6 +14,7 @@
 //! | [`process`] | child processes, ended by PID, never left behind |
 //! | [`run`] | one run on its timeline, torn down on success, failure and Ctrl-C |
 //! | [`results`] | measurements to the lab's `RunResult`, table, summary, plots |
+//! | [`scorecard`] | the lab's scorecard grid through the testbed |
 //! | [`cli`] | `flowshare testbed` and `flowshare compare` |
 
 #![forbid(unsafe_code)]
@@ -29,3 +30,4 @@ pub mod requirements;
 pub mod results;
 pub mod run;
 pub mod scenario;
+pub mod scorecard;

@@ -1,0 +1,216 @@
+//! Running a scorecard's cells until their intervals are narrow enough.
+//!
+//! Every cell starts with `min` seeds; a cell whose 95 % interval is still
+//! wider than the precision asked for gets `step` more, up to `max`. A
+//! cell's seeds are `derive_seed(seed, 0)`, `derive_seed(seed, 1)`, ... in
+//! that order whatever else runs, and whether it needs more depends on its
+//! own samples only, so a cell comes out the same in a whole grid and in
+//! any shard of it: merged shards are byte-identical to one run. The
+//! control and the weighted cells of a group use the same seeds (common
+//! random numbers), which narrows the interval of their ratio.
+
+use crate::rng::derive_seed;
+use crate::scorecard::card::CellCard;
+use crate::scorecard::card::Estimate;
+use crate::scorecard::card::GroupCard;
+use crate::scorecard::card::Sample;
+use crate::scorecard::card::Scorecard;
+use crate::scorecard::card::Shard;
+use crate::scorecard::grid::Cell;
+use crate::scorecard::grid::Group;
+
+/// How many seeds a cell runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seeds {
+    /// Every cell runs at least this many.
+    pub min: usize,
+    /// No cell runs more.
+    pub max: usize,
+    /// Seeds added at a time to a cell that is not precise enough yet.
+    pub step: usize,
+}
+
+/// A scorecard to run.
+#[derive(Clone, Debug)]
+pub struct Campaign {
+    /// `lab` or `testbed`.
+    pub kind: &'static str,
+    /// The quick grid.
+    pub quick: bool,
+    /// The whole grid.
+    pub groups: Vec<Group>,
+    /// The part of it to run here; `None` for all.
+    pub shard: Option<Shard>,
+    /// The base seed.
+    pub seed: u64,
+    /// Seeds per cell.
+    pub seeds: Seeds,
+    /// A cell is precise when its 95 % interval is within this fraction of
+    /// its mean.
+    pub precision: f64,
+    /// A weighted cell holds within this fraction of N times the control.
+    pub tolerance: f64,
+}
+
+/// One run to do: the group (its position in [`Campaign::groups`]), the
+/// cell and the seed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Job {
+    /// Position of the group in the campaign's grid.
+    pub group: usize,
+    /// The cell.
+    pub cell: Cell,
+    /// The seed.
+    pub seed: u64,
+}
+
+impl Campaign {
+    /// The groups this shard runs.
+    pub fn own_groups(&self) -> impl Iterator<Item = (usize, &Group)> {
+        self.groups.iter().enumerate().filter(|(_, group)| self.shard.is_none_or(|shard| shard.owns(group.index)))
+    }
+
+    /// Runs the campaign: `execute` runs a batch of jobs (in any order or in
+    /// parallel) and gives each job's sample in job order, `None` for a run
+    /// that measured nothing.
+    pub fn run(
+        &self,
+        execute: &mut dyn FnMut(&[Job], usize) -> Result<Vec<Option<Sample>>, String>,
+    ) -> Result<Scorecard, String> {
+        let cells: Vec<(usize, Cell)> = self
+            .own_groups()
+            .flat_map(|(position, group)| group.cells().into_iter().map(move |c| (position, c)))
+            .collect();
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
+        let mut tried = vec![0usize; cells.len()];
+        for round in 1.. {
+            let mut jobs = Vec::new();
+            let mut owners = Vec::new();
+            for (index, &(group, cell)) in cells.iter().enumerate() {
+                let wanted = self.wanted(tried[index], &samples[index]);
+                for k in tried[index]..tried[index] + wanted {
+                    jobs.push(Job { group, cell, seed: derive_seed(self.seed, k as u64) });
+                    owners.push(index);
+                }
+                tried[index] += wanted;
+            }
+            if jobs.is_empty() {
+                break;
+            }
+            let results = execute(&jobs, round)?;
+            for (owner, sample) in owners.into_iter().zip(results) {
+                samples[owner].extend(sample);
+            }
+        }
+        Ok(self.card(&cells, &samples))
+    }
+
+    /// How many more seeds a cell needs after `tried` with `samples`.
+    fn wanted(&self, tried: usize, samples: &[Sample]) -> usize {
+        let Seeds { min, max, step } = self.seeds;
+        if tried < min {
+            return min - tried;
+        }
+        let values: Vec<f64> = samples.iter().map(|s| s.fairness_index).collect();
+        if tried >= max || Estimate::of(&values).within(self.precision) {
+            0
+        } else {
+            step.min(max - tried)
+        }
+    }
+
+    fn card(&self, cells: &[(usize, Cell)], samples: &[Vec<Sample>]) -> Scorecard {
+        let mut groups = Vec::new();
+        for (position, group) in self.own_groups() {
+            let of = |wanted: Cell| {
+                cells.iter().position(|&(g, cell)| g == position && cell == wanted).map_or(&[][..], |i| &samples[i][..])
+            };
+            let control = CellCard::new(1.0, of(Cell::Control), None, self.precision, self.tolerance);
+            let cells = group
+                .weights
+                .iter()
+                .map(|&n| CellCard::new(n, of(Cell::Weight(n)), Some(&control), self.precision, self.tolerance))
+                .collect();
+            groups.push(GroupCard {
+                index: group.index,
+                controller: group.controller.clone(),
+                peer: group.peer.clone(),
+                path: group.path.name.clone(),
+                rate_mbps: group.path.rate_mbps,
+                rtt_ms: group.path.rtt_ms,
+                queue: group.queue.name.to_string(),
+                control,
+                cells,
+            });
+        }
+        Scorecard {
+            kind: self.kind.to_string(),
+            quick: self.quick,
+            precision: self.precision,
+            tolerance: self.tolerance,
+            grid_groups: self.groups.len(),
+            shard: self.shard,
+            groups,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scorecard::grid::groups;
+    use crate::scorecard::grid::Flows;
+    use crate::scorecard::grid::Path;
+    use crate::scorecard::grid::QUEUES;
+
+    fn campaign(shard: Option<Shard>) -> Campaign {
+        let path = Path { name: "p".into(), rate_mbps: 20.0, rtt_ms: 40.0, flows: Flows::Standard(4), duration_s: 1.0 };
+        Campaign {
+            kind: "lab",
+            quick: true,
+            groups: groups(&["multcp".into(), "multfrc".into()], &["reno".into()], &[path], &QUEUES, &[2.0]),
+            shard,
+            seed: 1,
+            seeds: Seeds { min: 2, max: 6, step: 2 },
+            precision: 0.05,
+            tolerance: 0.1,
+        }
+    }
+
+    /// A fake run: the fairness index is 0.9, plus noise of up to 1 that the
+    /// seed sets for group 1's control, so that only that cell stays
+    /// imprecise.
+    fn fake(jobs: &[Job], _round: usize) -> Result<Vec<Option<Sample>>, String> {
+        Ok(jobs
+            .iter()
+            .map(|job| {
+                let noise =
+                    if job.group == 1 && job.cell == Cell::Control { (job.seed % 1000) as f64 / 1000.0 } else { 0.0 };
+                Some(Sample {
+                    fairness_index: 0.9 + noise,
+                    weighted_loss_event_rate: 0.01,
+                    standard_loss_event_rate: 0.01,
+                    utilization: 1.0,
+                    trusted: true,
+                })
+            })
+            .collect())
+    }
+
+    #[test]
+    fn imprecise_cells_get_more_seeds_up_to_the_maximum() {
+        let card = campaign(None).run(&mut fake).unwrap();
+        assert_eq!(card.groups.len(), 6);
+        assert_eq!(card.groups[0].control.seeds, 2);
+        assert_eq!(card.groups[1].control.seeds, 6);
+        assert_eq!(card.groups[1].cells[0].seeds, 2);
+    }
+
+    #[test]
+    fn shards_run_their_groups_alike_and_merge_into_the_whole_grid() {
+        let whole = campaign(None).run(&mut fake).unwrap().to_json().unwrap();
+        let shards: Vec<Scorecard> =
+            (1..=4).map(|i| campaign(Some(Shard::parse(&format!("{i}/4")).unwrap())).run(&mut fake).unwrap()).collect();
+        assert_eq!(Scorecard::merge(shards).unwrap().to_json().unwrap(), whole);
+    }
+}

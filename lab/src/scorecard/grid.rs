@@ -1,0 +1,227 @@
+//! The scorecard's grid: which controllers, weights, peers, paths and queues
+//! it measures, as data, and the scenario of each cell.
+//!
+//! A *group* is one controller against one kind of peer on one path and
+//! queue; its cells are the weights N and the group's *control*: the same
+//! controller at weight one against the same peers. The control says what
+//! one flowshare of this controller is worth against these peers, so a
+//! weighted cell is judged by its fairness index relative to the control
+//! (N flowshares are N times the control's share) and its absolute index is
+//! reported beside it.
+
+use crate::scenario::FlowConfig;
+use crate::scenario::LinkConfig;
+use crate::scenario::Scenario;
+use crate::scenario::BOTTLENECK;
+use crate::setup::Role;
+
+/// Controller flows in a paper-scale control: ten flows at weight one among
+/// the peers average out one flow's luck (one flow among 199 varies by 6 %
+/// from run to run in the lab) without changing the mix much.
+const PAPER_CONTROL_FLOWS: usize = 10;
+
+/// The measured part of every run starts this long after the flows.
+pub const WARMUP_FRACTION: f64 = 0.25;
+
+/// A bottleneck path and how many flows share it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Path {
+    /// Name in the table, e.g. `paper-200` or `small-20`.
+    pub name: String,
+    /// Bottleneck rate, Mbit/s.
+    pub rate_mbps: f64,
+    /// Base RTT, ms.
+    pub rtt_ms: f64,
+    /// How many standard flows share it with the weighted connection.
+    pub flows: Flows,
+    /// Seconds a run lasts: long enough that a few seeds give a narrow
+    /// interval (a handful of flows share less steadily than 200).
+    pub duration_s: f64,
+}
+
+/// The standard flows of a path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Flows {
+    /// Paper 000's setup: the weighted connection and `total - N` standard
+    /// flows (`total - 1` below one flowshare), so the link always carries
+    /// `total` flowshares.
+    Total(usize),
+    /// A fixed number of standard flows.
+    Standard(usize),
+}
+
+impl Flows {
+    /// Standard flows next to a connection of weight `n`.
+    pub fn standard(self, n: f64) -> usize {
+        match self {
+            Flows::Total(total) => total.saturating_sub(n.max(1.0).round() as usize).max(1),
+            Flows::Standard(count) => count,
+        }
+    }
+}
+
+/// A queue at the bottleneck.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Queue {
+    /// Name in the table.
+    pub name: &'static str,
+    /// `droptail` or `red`.
+    pub discipline: &'static str,
+    /// Buffer in bandwidth-delay products.
+    pub buffer_bdp: f64,
+}
+
+/// The queues the full grids measure.
+pub const QUEUES: [Queue; 3] = [
+    Queue { name: "droptail-1bdp", discipline: "droptail", buffer_bdp: 1.0 },
+    Queue { name: "droptail-0.5bdp", discipline: "droptail", buffer_bdp: 0.5 },
+    Queue { name: "red-1bdp", discipline: "red", buffer_bdp: 1.0 },
+];
+
+/// One controller against one kind of peer on one path and queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    /// Position in the grid: shards and merges keep this order.
+    pub index: usize,
+    /// The controller: a name or a spec whose weight each cell sets.
+    pub controller: String,
+    /// The standard peers (a spec in the lab; the testbed also knows
+    /// `tcp-cubic`, `tcp-reno`).
+    pub peer: String,
+    /// The path.
+    pub path: Path,
+    /// The queue.
+    pub queue: Queue,
+    /// The weights measured besides the control.
+    pub weights: Vec<f64>,
+}
+
+/// What one cell runs: the control (weight one) or a weight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cell {
+    /// The controller at weight one against the same peers.
+    Control,
+    /// The controller at weight N.
+    Weight(f64),
+}
+
+impl Cell {
+    /// The weight of the controller's connections.
+    pub fn weight(self) -> f64 {
+        match self {
+            Cell::Control => 1.0,
+            Cell::Weight(n) => n,
+        }
+    }
+}
+
+impl Group {
+    /// `controller/peer/path/queue`: the group's key in tables and files.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}/{}", self.controller, self.peer, self.path.name, self.queue.name)
+    }
+
+    /// The control, then the weights.
+    pub fn cells(&self) -> Vec<Cell> {
+        std::iter::once(Cell::Control).chain(self.weights.iter().map(|&n| Cell::Weight(n))).collect()
+    }
+
+    /// The scenario of `cell`, the path's duration long (the first quarter
+    /// is warm-up); `peer_flows(count)` gives the standard flows (the lab
+    /// puts the peer spec in `cc`, the testbed also picks their transport).
+    pub fn scenario(
+        &self,
+        cell: Cell,
+        start_spread_s: f64,
+        peer_flows: &dyn Fn(usize) -> Result<FlowConfig, String>,
+    ) -> Result<Scenario, String> {
+        let spec = self.controller.parse::<flowshare_controllers::Spec>().map_err(|e| e.to_string())?;
+        let spec = spec.reweighted(cell.weight()).map_err(|e| e.to_string())?;
+        let (controller_flows, standard) = match (cell, self.path.flows) {
+            (Cell::Control, Flows::Total(total)) => (PAPER_CONTROL_FLOWS, total - PAPER_CONTROL_FLOWS),
+            (cell, flows) => (1, flows.standard(cell.weight())),
+        };
+        let queue = self.queue;
+        let bottleneck = LinkConfig::bottleneck(self.path.rate_mbps, self.path.rtt_ms)
+            .with_queue(queue.discipline)
+            .with_buffer_bdp(queue.buffer_bdp, self.path.rtt_ms);
+        let name = format!("scorecard {} n={}", self.key(), cell.weight());
+        let weighted = FlowConfig::bulk(&spec.to_string(), controller_flows, &[BOTTLENECK])
+            .with_access(1.0, 1.0)
+            .with_role(Role::Weighted);
+        let peers = peer_flows(standard)?.with_role(Role::Standard);
+        let duration_s = self.path.duration_s;
+        Ok(Scenario::dumbbell(&name, duration_s, duration_s * WARMUP_FRACTION, start_spread_s, bottleneck)
+            .with_flow(weighted)
+            .with_flow(peers))
+    }
+}
+
+/// The groups of `controllers` x `peers` x `paths` x `queues`, in that
+/// nesting order, each with `weights`.
+pub fn groups(
+    controllers: &[String],
+    peers: &[String],
+    paths: &[Path],
+    queues: &[Queue],
+    weights: &[f64],
+) -> Vec<Group> {
+    let mut groups = Vec::new();
+    for controller in controllers {
+        for peer in peers {
+            for path in paths {
+                for &queue in queues {
+                    groups.push(Group {
+                        index: groups.len(),
+                        controller: controller.clone(),
+                        peer: peer.clone(),
+                        path: path.clone(),
+                        queue,
+                        weights: weights.to_vec(),
+                    });
+                }
+            }
+        }
+    }
+    groups
+}
+
+/// The lab's standard flows of `peer`: bulk flows with 1 ms access delay
+/// and up to 1 ms jitter, as in the experiments.
+pub fn lab_peers(peer: &str, count: usize) -> FlowConfig {
+    FlowConfig::bulk(peer, count, &[BOTTLENECK]).with_access(1.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(flows: Flows) -> Group {
+        let path = Path { name: "p".into(), rate_mbps: 20.0, rtt_ms: 40.0, flows, duration_s: 100.0 };
+        groups(&["pa-multcp".into()], &["cubic".into()], &[path], &QUEUES[1..2], &[0.5, 8.0]).remove(0)
+    }
+
+    #[test]
+    fn paper_scale_cells_keep_the_total_of_flowshares_and_the_control_has_ten_flows() {
+        let group = group(Flows::Total(200));
+        let flows = |cell| {
+            let scenario = group.scenario(cell, 2.0, &|count| Ok(lab_peers("cubic", count))).unwrap();
+            (scenario.flows[0].count, scenario.flows[1].count, scenario.flows[0].cc.clone().unwrap_or_default())
+        };
+        assert_eq!(flows(Cell::Control), (10, 190, "pa-multcp:n=1".into()));
+        assert_eq!(flows(Cell::Weight(8.0)), (1, 192, "pa-multcp:n=8".into()));
+        assert_eq!(flows(Cell::Weight(0.5)), (1, 199, "pa-multcp:n=0.5".into()));
+    }
+
+    #[test]
+    fn a_cell_runs_its_queue_and_resolves() {
+        let group = group(Flows::Standard(4));
+        let scenario = group.scenario(Cell::Weight(8.0), 2.0, &|count| Ok(lab_peers("cubic", count))).unwrap();
+        assert_eq!((scenario.flows[0].count, scenario.flows[1].count), (1, 4));
+        assert_eq!(scenario.links[0].buffer_bdp, Some(0.5));
+        assert_eq!(scenario.warmup_s, 25.0);
+        assert!(scenario.resolve().is_ok());
+        assert_eq!(group.cells(), [Cell::Control, Cell::Weight(0.5), Cell::Weight(8.0)]);
+        assert_eq!(group.key(), "pa-multcp/cubic/p/droptail-0.5bdp");
+    }
+}

@@ -1,0 +1,146 @@
+//! The scorecard: does a weight of N give N flowshares?
+//!
+//! `flowshare scorecard lab|testbed [--quick] [--shard I/K] --out DIR` runs
+//! a grid of cells: every weighted controller at several weights N against
+//! each kind of standard peer, on several paths and queues, each cell over
+//! seeds until its 95 % interval is narrow enough ([`campaign`]), next to a
+//! weight-one control of the same stacks ([`grid`]). It writes
+//! `scorecard.json` ([`card`]), the table, the headline and plots
+//! ([`report`]). Shards of a grid run on separate machines (a Slurm job
+//! array, a Kubernetes indexed Job) and `flowshare scorecard merge` combines
+//! their files into the one a single run would have written, byte for byte.
+//!
+//! This module holds the lab's grids and runs them on the lab's simulator;
+//! the testbed runs its own grids through the same campaign and report.
+
+pub mod campaign;
+pub mod card;
+pub mod grid;
+pub mod report;
+
+use std::path::Path as FilePath;
+
+use crate::options::standard_algorithms;
+use crate::options::weighted_algorithms;
+use crate::options::Options;
+use crate::report::write_file;
+use crate::scenario::LAB_START_SPREAD_S;
+use crate::scorecard::campaign::Campaign;
+use crate::scorecard::campaign::Job;
+use crate::scorecard::campaign::Seeds;
+use crate::scorecard::card::Sample;
+use crate::scorecard::card::Scorecard;
+use crate::scorecard::card::Shard;
+use crate::scorecard::grid::Flows;
+use crate::scorecard::grid::Path;
+use crate::scorecard::grid::QUEUES;
+use crate::sweep;
+
+/// A control's 95 % interval must be within this fraction of its mean for
+/// its group's cells to be judged.
+pub const PRECISION: f64 = 0.05;
+
+/// A weighted cell holds its weight within this fraction of N times the
+/// control's share.
+pub const TOLERANCE: f64 = 0.10;
+
+/// The lab's weights: the testbed's and paper 000's large ones.
+const LAB_WEIGHTS: [f64; 6] = [0.5, 2.0, 4.0, 8.0, 16.0, 30.0];
+
+/// The lab's paths: paper 000's scale (200 flowshares on 200 and
+/// 400 Mbit/s, 100 ms) and small ones (a handful of flows), with run
+/// lengths that make a few seeds enough.
+fn lab_paths() -> Vec<Path> {
+    let path = |name: &str, rate_mbps, rtt_ms, flows, duration_s| Path {
+        name: name.into(),
+        rate_mbps,
+        rtt_ms,
+        flows,
+        duration_s,
+    };
+    vec![
+        path("paper-200", 200.0, 100.0, Flows::Total(200), 200.0),
+        path("paper-400", 400.0, 100.0, Flows::Total(200), 200.0),
+        path("small-20", 20.0, 40.0, Flows::Standard(4), 400.0),
+        path("small-10", 10.0, 80.0, Flows::Standard(3), 400.0),
+    ]
+}
+
+/// The lab's campaign: the full grid, or the quick one (one small path,
+/// drop-tail, three weights), narrowed by `options`.
+pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
+    let quick = options.quick;
+    let controllers = options.controllers.clone().unwrap_or_else(weighted_algorithms);
+    let peers = options.peers.clone().unwrap_or_else(standard_algorithms);
+    let weights = options.n.clone().unwrap_or_else(|| if quick { vec![0.5, 2.0, 8.0] } else { LAB_WEIGHTS.to_vec() });
+    let mut paths = lab_paths();
+    if quick {
+        paths.retain(|path| path.name == "small-20");
+    }
+    if let Some(rates) = &options.bandwidths_mbps {
+        paths.retain(|path| rates.contains(&path.rate_mbps));
+    }
+    if let Some(duration_s) = options.duration_s {
+        paths.iter_mut().for_each(|path| path.duration_s = duration_s);
+    }
+    let queues: Vec<_> = QUEUES
+        .iter()
+        .copied()
+        .filter(|queue| options.queue.as_deref().is_none_or(|wanted| wanted == queue.discipline))
+        .take(if quick { 1 } else { QUEUES.len() })
+        .collect();
+    for controller in &controllers {
+        let spec: flowshare_controllers::Spec = controller.parse().map_err(|e| format!("--controllers: {e}"))?;
+        if !spec.algorithm().is_weighted() {
+            return Err(format!("--controllers {controller}: not a weighted controller"));
+        }
+    }
+    let groups = grid::groups(&controllers, &peers, &paths, &queues, &weights);
+    if groups.is_empty() {
+        return Err("the options leave no cell of the grid to run".into());
+    }
+    let seeds = match options.seeds {
+        Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
+        None => Seeds { min: 4, max: 16, step: 4 },
+    };
+    Ok(Campaign {
+        kind: "lab",
+        quick,
+        groups,
+        shard,
+        seed: options.seed,
+        seeds,
+        precision: PRECISION,
+        tolerance: TOLERANCE,
+    })
+}
+
+/// Runs the lab's campaign on all cores.
+pub fn run_lab(campaign: &Campaign, threads: usize) -> Result<Scorecard, String> {
+    let mut execute = |jobs: &[Job], round: usize| {
+        let mut runs = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let group = &campaign.groups[job.group];
+            let scenario =
+                group.scenario(job.cell, LAB_START_SPREAD_S, &|count| Ok(grid::lab_peers(&group.peer, count)))?;
+            let setup = scenario.resolve().map_err(|e| format!("{}: {e}", group.key()))?;
+            runs.push(sweep::Job { setup, seed: job.seed });
+        }
+        let label = format!("scorecard round {round}");
+        Ok(sweep::run(&label, runs, threads, |_, run| Sample::of(&run, true)))
+    };
+    campaign.run(&mut execute)
+}
+
+/// Writes `scorecard.json`, `scorecard.txt` (every cell), `headline.txt`
+/// and, for a whole grid, the plots into `dir`; returns the headline.
+pub fn write(card: &Scorecard, dir: &FilePath) -> Result<String, String> {
+    write_file(dir, "scorecard.json", &card.to_json()?)?;
+    write_file(dir, "scorecard.txt", &report::table(card))?;
+    let headline = report::headline(card);
+    write_file(dir, "headline.txt", &headline)?;
+    if card.shard.is_none() {
+        report::plots(card, dir)?;
+    }
+    Ok(headline)
+}

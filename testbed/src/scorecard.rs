@@ -1,0 +1,179 @@
+//! The testbed's scorecard: the lab's grid, campaign and report with real
+//! endpoints and Linux TCP through the ns-3 bottleneck.
+//!
+//! The grid's peers are those of the testbed's built-ins: Linux TCP
+//! (`tcp-cubic`, `tcp-reno`: iperf3) and quiche's own (`cubic`, `reno`).
+//! Runs are real time and one at a time, each behind the load gate; a run
+//! whose emulation lagged or that started on a busy machine counts, but is
+//! marked (`untrusted` in the scorecard).
+
+use std::path::Path as FilePath;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use std::time::Instant;
+
+use flowshare_lab::options::Options;
+use flowshare_lab::scenario::TESTBED_START_SPREAD_S;
+use flowshare_lab::scorecard::campaign::Campaign;
+use flowshare_lab::scorecard::campaign::Job;
+use flowshare_lab::scorecard::campaign::Seeds;
+use flowshare_lab::scorecard::card::Sample;
+use flowshare_lab::scorecard::card::Scorecard;
+use flowshare_lab::scorecard::card::Shard;
+use flowshare_lab::scorecard::grid;
+use flowshare_lab::scorecard::grid::Cell;
+use flowshare_lab::scorecard::grid::Flows;
+use flowshare_lab::scorecard::grid::Path;
+use flowshare_lab::scorecard::grid::QUEUES;
+use flowshare_lab::scorecard::PRECISION;
+use flowshare_lab::scorecard::TOLERANCE;
+
+use crate::builtin;
+use crate::builtin::Case;
+use crate::cli::MachineArgs;
+use crate::scenario::Transport;
+
+/// The controllers whose weight the issue asks the testbed to prove.
+const CONTROLLERS: [&str; 2] = ["pa-multcp", "multfrc"];
+
+/// The weights of the testbed's grid.
+const WEIGHTS: [f64; 4] = [0.5, 2.0, 4.0, 8.0];
+
+/// Standard flows next to the weighted connection: four average out a
+/// single peer's luck at a rate ns-3 keeps up with on two cores.
+const STANDARD_FLOWS: usize = 4;
+
+/// The testbed's paths: 20 Mbit/s at 40 ms and 50 Mbit/s at 20 ms, runs
+/// of `duration_s` real seconds.
+fn paths(standard: usize, duration_s: f64) -> Vec<Path> {
+    let path = |name: &str, rate_mbps, rtt_ms| Path {
+        name: name.into(),
+        rate_mbps,
+        rtt_ms,
+        flows: Flows::Standard(standard),
+        duration_s,
+    };
+    vec![path("tb-20", 20.0, 40.0), path("tb-50", 50.0, 20.0)]
+}
+
+/// The testbed's campaign: PA-MulTCP and MulTFRC against the four peers at
+/// N = 0.5, 2, 4, 8 on two paths and three queues; the quick form runs one
+/// path, drop-tail, the Linux and quiche CUBIC peers and N = 0.5, 4.
+pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
+    let quick = options.quick;
+    let controllers =
+        options.controllers.clone().unwrap_or_else(|| CONTROLLERS.iter().map(|c| c.to_string()).collect());
+    let peers = options.peers.clone().unwrap_or_else(|| match quick {
+        true => vec!["tcp-cubic".into(), "cubic".into()],
+        false => builtin::peer_names(),
+    });
+    for peer in &peers {
+        builtin::peer(peer, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
+    }
+    let weights = options.n.clone().unwrap_or_else(|| if quick { vec![0.5, 4.0] } else { WEIGHTS.to_vec() });
+    let duration_s = options.duration_s.unwrap_or(if quick { 40.0 } else { 80.0 });
+    let mut paths = paths(options.standard_flows.unwrap_or(STANDARD_FLOWS), duration_s);
+    if quick {
+        paths.truncate(1);
+    }
+    if let Some(rates) = &options.bandwidths_mbps {
+        paths.retain(|path| rates.contains(&path.rate_mbps));
+    }
+    let queues: Vec<_> = QUEUES
+        .iter()
+        .copied()
+        .filter(|queue| options.queue.as_deref().is_none_or(|wanted| wanted == queue.discipline))
+        .take(if quick { 1 } else { QUEUES.len() })
+        .collect();
+    let groups = grid::groups(&controllers, &peers, &paths, &queues, &weights);
+    if groups.is_empty() {
+        return Err("the options leave no cell of the grid to run".into());
+    }
+    let seeds = match options.seeds {
+        Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
+        None if quick => Seeds { min: 2, max: 2, step: 1 },
+        None => Seeds { min: 4, max: 8, step: 2 },
+    };
+    Ok(Campaign {
+        kind: "testbed",
+        quick,
+        groups,
+        shard,
+        seed: options.seed,
+        seeds,
+        precision: PRECISION,
+        tolerance: TOLERANCE,
+    })
+}
+
+/// The testbed case of a job: the group's scenario with its peers' transports.
+fn case(campaign: &Campaign, job: &Job) -> Result<Case, String> {
+    let group = &campaign.groups[job.group];
+    let (_, transport) = builtin::peer(&group.peer, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
+    let scenario = group.scenario(job.cell, TESTBED_START_SPREAD_S, &|count| {
+        builtin::peer(&group.peer, count, &[flowshare_lab::scenario::BOTTLENECK]).map(|(flow, _)| flow)
+    })?;
+    let transports = vec![Transport::Quic, transport];
+    let blackholes = vec![Vec::new(); scenario.links.len()];
+    let name = match job.cell {
+        Cell::Control => format!("{}/control", group.key()),
+        Cell::Weight(n) => format!("{}/n={n}", group.key()),
+    };
+    let scenario = crate::scenario::TestbedScenario { scenario, transports, blackholes };
+    Ok(Case { name: builtin::file_safe(&name), scenario })
+}
+
+/// Checks the machine, removes what killed runs left, and runs the
+/// campaign, stopping cleanly at Ctrl-C.
+pub fn run_checked(campaign: &Campaign, machine: &MachineArgs, out: &FilePath) -> Result<Scorecard, String> {
+    crate::requirements::check()?;
+    for stale in crate::netns::remove_stale() {
+        eprintln!("note: removed namespace {stale} left by a run that was killed");
+    }
+    let interrupted = crate::cli::interrupt_flag()?;
+    run(campaign, machine, out, &interrupted)
+}
+
+/// Runs the campaign through the testbed, one run at a time; each run's
+/// files go under `out/runs/`.
+pub fn run(
+    campaign: &Campaign,
+    machine: &MachineArgs,
+    out: &FilePath,
+    interrupted: &AtomicBool,
+) -> Result<Scorecard, String> {
+    let mut budget = Duration::from_secs_f64(machine.wait_quiet.max(0.0));
+    let started = Instant::now();
+    let mut done = 0usize;
+    let mut execute = |jobs: &[Job], round: usize| {
+        let mut samples = Vec::with_capacity(jobs.len());
+        for (k, job) in jobs.iter().enumerate() {
+            let case = case(campaign, job)?;
+            let dir = out.join("runs").join(&case.name).join(format!("seed-{}", job.seed));
+            let elapsed = started.elapsed().as_secs_f64();
+            let left = if done > 0 { elapsed / done as f64 * (jobs.len() - k) as f64 } else { f64::NAN };
+            eprintln!(
+                "[scorecard round {round}] run {}/{}: {} (seed {}), {elapsed:.0} s elapsed, round ends in about {left:.0} s",
+                k + 1,
+                jobs.len(),
+                case.name,
+                job.seed
+            );
+            match crate::cli::run_case(&case, job.seed, &dir, machine, &mut budget, interrupted) {
+                Ok((outcome, summary, _)) => {
+                    let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
+                    samples.push(Sample::of(&outcome.run, outcome.emulation.trusted && quiet));
+                }
+                Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
+                Err(error) => {
+                    eprintln!("[scorecard] {} seed {} failed: {error}", case.name, job.seed);
+                    samples.push(None);
+                }
+            }
+            done += 1;
+        }
+        Ok(samples)
+    };
+    campaign.run(&mut execute)
+}
