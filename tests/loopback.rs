@@ -185,3 +185,22 @@ fn multfrc_send_rate_follows_its_rate_not_its_window() {
     assert!((achieved / asked - 1.0).abs() < 0.25, "achieved {achieved:.0} B/s vs rate {asked:.0} B/s");
     assert!(achieved < 0.75 * window_allows, "the window, not the rate, limited: {achieved:.0} vs {window_allows:.0}");
 }
+
+#[test]
+fn transfers_through_one_shared_bottleneck_all_arrive_and_share_its_queue() {
+    let link = LinkConfig { rate_bps: 20_000_000, delay: Duration::from_millis(10), queue_packets: 40 };
+    let configs: Vec<TransferConfig> = ["cubic", "multcp:n=2", "reno"]
+        .iter()
+        .map(|spec| TransferConfig::new(spec.parse::<Spec>().unwrap(), 2_000_000))
+        .collect();
+    let mut reported = [false; 3];
+    let reports = transfer::run_many(&configs, Some(link), |k, _| reported[k] = true).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(reports.len(), 3);
+    assert!(reports.iter().all(|report| report.bytes == 2_000_000), "{reports:?}");
+    // One queue: the link saw every connection's packets, about 1500 per
+    // 2 MB transfer, and the same statistics are in every report.
+    let stats = reports[0].link.expect("a link");
+    assert!(stats.forwarded >= 3 * 1_400, "{stats:?}");
+    assert!(reports.iter().all(|report| report.link == Some(stats)));
+    assert_eq!(reported, [true; 3]);
+}

@@ -31,11 +31,15 @@
 //!   The adjusting loop runs the pair of a loop worth 3 (N - 1) flowshares
 //!   ([`loop_pair`]), stiff enough that its cap, not its own losses, sets
 //!   its rate, also where N - 1 is one flowshare of a CUBIC probe.
-//! * **`assign=proportional`** (default): the probe loop gets its share
-//!   `W_p / (W_p + W_a)` of the packets, evenly spread, so that a burst of
-//!   drops hits both loops in proportion; runs of packets
+//! * **`assign=draw`** (default): each packet goes to the probe loop with
+//!   probability `W_p / (W_p + W_a)`, drawn from a hash of its packet number
+//!   (deterministic, and uncorrelated with the loops' windows), so that a
+//!   burst of drops hits both loops in proportion; runs of packets
 //!   (`assign=consecutive`) let the adjusting loop's own overflows fall on
-//!   adjusting packets and hide them from the probe.
+//!   adjusting packets and hide them from the probe. Against 170 CUBIC
+//!   flows at 200 Mbit/s the lab gave PA-MulTCP(30) 0.88 of its share with
+//!   packets interleaved in proportion (a running credit) and 0.93 with
+//!   the draw, 1.07 with runs (6 seeds each).
 //! * **`probe=cubic`** (default): a flowshare is a CUBIC flow's, the traffic
 //!   a server meets (Linux TCP, quiche); `probe=reno` makes it a Reno
 //!   flow's. Against the other kind one flowshare is worth what that probe
@@ -185,10 +189,10 @@ pub enum Assignment {
     Consecutive,
     /// Alternate packets while both loops are open.
     Interleave,
-    /// Give the probe loop its share `W_p / (W_p + W_a)` of the packets,
-    /// spread evenly, so that a burst of drops hits both loops in
+    /// Give each packet to the probe loop with probability
+    /// `W_p / (W_p + W_a)`, so that a burst of drops hits both loops in
     /// proportion to their windows.
-    Proportional,
+    Draw,
 }
 
 /// What caps the adjusting loop.
@@ -241,7 +245,7 @@ impl PaMulTcpConfig {
     }
 
     /// The default assignment.
-    pub const DEFAULT_ASSIGNMENT: Assignment = Assignment::Proportional;
+    pub const DEFAULT_ASSIGNMENT: Assignment = Assignment::Draw;
     /// The default probe.
     pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
     /// The default cap.
@@ -341,12 +345,19 @@ const ADJUSTING_STIFFNESS: f64 = 3.0;
 /// twice its target.
 const MAX_CAP_GAIN: f64 = 2.0;
 
+/// A number in [0, 1) drawn from a packet number: splitmix64's finaliser,
+/// so that neighbouring numbers draw independent-looking values.
+fn draw(number: u64) -> f64 {
+    let mut z = number.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// The values of `assign`.
-const ASSIGNMENTS: [(&str, Assignment); 3] = [
-    ("consecutive", Assignment::Consecutive),
-    ("interleave", Assignment::Interleave),
-    ("proportional", Assignment::Proportional),
-];
+const ASSIGNMENTS: [(&str, Assignment); 3] =
+    [("consecutive", Assignment::Consecutive), ("interleave", Assignment::Interleave), ("draw", Assignment::Draw)];
 /// The values of `probe`.
 const PROBES: [(&str, ProbeKind); 2] = [("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)];
 /// The values of `cap`.
@@ -388,8 +399,8 @@ impl Loop {
 
 /// The loop for the next packet, given the loop of the previous one and
 /// which loops are open (section 4.3; module docs for the closed case).
-/// `probe_due` says, for [`Assignment::Proportional`], whether the probe
-/// loop is behind its share of the packets.
+/// `probe_due` says, for [`Assignment::Draw`], whether the draw gave the
+/// packet to the probe loop.
 pub fn assign(
     assignment: Assignment,
     previous: Option<Loop>,
@@ -403,14 +414,14 @@ pub fn assign(
     };
     let previous = previous.unwrap_or(match assignment {
         // Start on the probe loop in both modes.
-        Assignment::Consecutive | Assignment::Proportional => Loop::Probe,
+        Assignment::Consecutive | Assignment::Draw => Loop::Probe,
         Assignment::Interleave => Loop::Adjusting,
     });
     let (first, second) = match assignment {
         Assignment::Consecutive => (previous, previous.other()),
         Assignment::Interleave => (previous.other(), previous),
-        Assignment::Proportional if probe_due => (Loop::Probe, Loop::Adjusting),
-        Assignment::Proportional => (Loop::Adjusting, Loop::Probe),
+        Assignment::Draw if probe_due => (Loop::Probe, Loop::Adjusting),
+        Assignment::Draw => (Loop::Adjusting, Loop::Probe),
     };
     if open(first) {
         first
@@ -571,9 +582,6 @@ pub struct PaMulTcp {
     epoch_app_limited: bool,
     /// Whether the probe had a loss event since the start.
     probe_left_slow_start: bool,
-    /// The probe loop's share of the packets sent but not yet given to it
-    /// (`assign=proportional`), in packets.
-    probe_credit: f64,
     /// Packets sent while app-limited.
     app_limited: AppLimitedTracker,
     /// Smoothed RTT of the last congestion event: pacing, loss events and
@@ -612,7 +620,6 @@ impl PaMulTcp {
             cap_gain: 1.0,
             epoch_app_limited: false,
             probe_left_slow_start: false,
-            probe_credit: 0.0,
             app_limited: AppLimitedTracker::default(),
             smoothed_rtt: params.initial_rtt,
             max_datagram_size: params.max_datagram_size,
@@ -763,15 +770,11 @@ impl Controller for PaMulTcp {
             self.config.has_adjusting_loop() && (self.adjusting_in_flight as f64) < self.adjusting.window();
         let probe_due = if self.config.has_adjusting_loop() {
             let probe = self.probe.window();
-            self.probe_credit += probe / (probe + self.adjusting.window());
-            self.probe_credit >= 1.0
+            draw(packet.number) < probe / (probe + self.adjusting.window())
         } else {
             true
         };
         let owner = assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due);
-        if owner == Loop::Probe {
-            self.probe_credit = (self.probe_credit - 1.0).max(-1.0);
-        }
         self.ledger.push(packet.number, packet.bytes, owner);
         *self.in_flight_mut(owner) += packet.bytes;
         match owner {
@@ -983,14 +986,16 @@ mod tests {
     }
 
     #[test]
-    fn proportional_assignment_spreads_the_probes_share_evenly() {
-        // PA-MulTCP(4) at the start: probe 10 packets, adjusting 10 (its
-        // IW is that of min(N', 1) flows), so every other packet is the
-        // probe's while both are open.
+    fn drawn_assignment_gives_the_probe_its_share_of_the_packets() {
+        // The draw is uniform: a fifth of 10 000 numbers fall below 0.2.
+        let below = (0..10_000).filter(|&n| draw(n) < 0.2).count();
+        assert!((1_900..2_100).contains(&below), "{below}");
+        // PA-MulTCP(4) at the start, probe 10 packets and adjusting 10
+        // while both are open: each packet goes to either, about half each.
         let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
-        let loops = loops_of(&mut host, 20);
-        assert_eq!(loops.iter().filter(|&&l| l == Loop::Probe).count(), 10);
-        assert!(loops.windows(2).all(|pair| pair[0] != pair[1]), "{loops:?}");
+        let loops = loops_of(&mut host, 16);
+        let probe = loops.iter().filter(|&&l| l == Loop::Probe).count();
+        assert!((4..=12).contains(&probe), "{loops:?}");
     }
 
     #[test]
@@ -1202,7 +1207,7 @@ mod tests {
     fn assignment_rules() {
         use Assignment::*;
         use Loop::*;
-        // The fifth argument (probe due) matters for proportional only.
+        // The fifth argument (probe due) matters for the draw only.
         for due in [true, false] {
             assert_eq!(assign(Consecutive, None, true, true, due), Probe);
             assert_eq!(assign(Consecutive, Some(Adjusting), true, true, due), Adjusting);
@@ -1211,10 +1216,10 @@ mod tests {
             assert_eq!(assign(Interleave, Some(Probe), true, true, due), Adjusting);
             assert_eq!(assign(Interleave, Some(Probe), true, false, due), Probe);
         }
-        assert_eq!(assign(Proportional, Some(Probe), true, true, true), Probe);
-        assert_eq!(assign(Proportional, Some(Probe), true, true, false), Adjusting);
-        assert_eq!(assign(Proportional, Some(Adjusting), false, true, true), Adjusting);
-        for mode in [Consecutive, Interleave, Proportional] {
+        assert_eq!(assign(Draw, Some(Probe), true, true, true), Probe);
+        assert_eq!(assign(Draw, Some(Probe), true, true, false), Adjusting);
+        assert_eq!(assign(Draw, Some(Adjusting), false, true, true), Adjusting);
+        for mode in [Consecutive, Interleave, Draw] {
             for previous in [None, Some(Probe), Some(Adjusting)] {
                 assert_eq!(assign(mode, previous, false, false, true), Probe);
             }
@@ -1350,7 +1355,7 @@ mod tests {
     fn spec_keys_and_errors() {
         let error = |text: &str| text.parse::<Spec>().unwrap_err().to_string();
         assert!(error("pa-multcp:n=4,assign=random")
-            .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, proportional)"));
+            .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, draw)"));
         assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
         assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
         assert!(

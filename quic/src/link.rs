@@ -5,7 +5,10 @@
 //! client talks to instead of the server: datagrams from the server side
 //! (the data direction) wait in a drop-tail queue served at `rate` and then
 //! travel for `delay`; datagrams from the client side only travel for
-//! `delay`. It runs in real time on its own thread, so its accuracy is that
+//! `delay`. Several client-server pairs can share one link
+//! ([`Link::start_shared`]): each pair has its own sockets, and the data of
+//! all pairs waits in the one queue, as competing connections do at a
+//! bottleneck. It runs in real time on its own thread, so its accuracy is that
 //! of the scheduler (about a millisecond); the simulator in `lab/` and the
 //! ns-3 testbed are the instruments for measurements, this is for demos and
 //! end-to-end tests.
@@ -61,8 +64,8 @@ pub struct LinkStats {
 
 /// A running link; dropping it stops the relay thread.
 pub struct Link {
-    /// Where the client sends.
-    client_facing: SocketAddr,
+    /// Where the client of each pair sends.
+    client_facing: Vec<SocketAddr>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<io::Result<LinkStats>>>,
 }
@@ -70,17 +73,24 @@ pub struct Link {
 impl Link {
     /// Starts a relay on 127.0.0.1 towards `server`.
     pub fn start(config: LinkConfig, server: SocketAddr) -> io::Result<Link> {
+        Link::start_shared(config, &[server])
+    }
+
+    /// Starts a relay on 127.0.0.1 for one client per server in `servers`,
+    /// their data sharing one queue.
+    pub fn start_shared(config: LinkConfig, servers: &[SocketAddr]) -> io::Result<Link> {
         let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
-        let client_side = UdpSocket::bind(loopback)?;
-        let server_side = UdpSocket::bind(loopback)?;
-        let client_facing = client_side.local_addr()?;
+        let mut pairs = Vec::with_capacity(servers.len());
+        for &server in servers {
+            let client_side = UdpSocket::bind(loopback)?;
+            let server_side = UdpSocket::bind(loopback)?;
+            pairs.push(Pair { client_side, server_side, server, client: None });
+        }
+        let client_facing = pairs.iter().map(|pair| pair.client_side.local_addr()).collect::<io::Result<_>>()?;
         let stop = Arc::new(AtomicBool::new(false));
         let relay = Relay {
             config,
-            client_side,
-            server_side,
-            server,
-            client: None,
+            pairs,
             data: VecDeque::new(),
             reverse: VecDeque::new(),
             last_departure: Instant::now(),
@@ -93,9 +103,15 @@ impl Link {
         Ok(Link { client_facing, stop, thread: Some(thread) })
     }
 
-    /// The address clients must send to.
+    /// The address the (first) client must send to.
     pub fn client_facing_addr(&self) -> SocketAddr {
-        self.client_facing
+        self.client_facing[0]
+    }
+
+    /// The address the client of each pair must send to, in the order of
+    /// the servers given to [`Link::start_shared`].
+    pub fn client_facing_addrs(&self) -> &[SocketAddr] {
+        &self.client_facing
     }
 
     /// Stops the relay and returns what it did.
@@ -123,16 +139,23 @@ struct InFlight {
     deliver_at: Instant,
     /// When it leaves the queue (equal to `deliver_at` minus the delay).
     departs_at: Instant,
+    /// The pair it belongs to.
+    pair: usize,
     payload: Vec<u8>,
 }
 
-struct Relay {
-    config: LinkConfig,
+/// One client and server through the link.
+struct Pair {
     client_side: UdpSocket,
     server_side: UdpSocket,
     server: SocketAddr,
     /// Learned from the first datagram the client sends.
     client: Option<SocketAddr>,
+}
+
+struct Relay {
+    config: LinkConfig,
+    pairs: Vec<Pair>,
     /// Data direction (server to client), in delivery order.
     data: VecDeque<InFlight>,
     /// Reverse direction (client to server), in delivery order.
@@ -142,27 +165,24 @@ struct Relay {
     stats: LinkStats,
 }
 
-const CLIENT_SIDE: Token = Token(0);
-const SERVER_SIDE: Token = Token(1);
-
 /// How often the relay checks whether it should stop when idle.
 const STOP_CHECK: Duration = Duration::from_millis(20);
 
 impl Relay {
     fn run(mut self, stop: &AtomicBool) -> io::Result<LinkStats> {
         let mut poll = Poll::new()?;
-        poll.registry().register(&mut self.client_side, CLIENT_SIDE, Interest::READABLE)?;
-        poll.registry().register(&mut self.server_side, SERVER_SIDE, Interest::READABLE)?;
+        // Tokens 2k and 2k + 1: pair k's client and server sides.
+        for (k, pair) in self.pairs.iter_mut().enumerate() {
+            poll.registry().register(&mut pair.client_side, Token(2 * k), Interest::READABLE)?;
+            poll.registry().register(&mut pair.server_side, Token(2 * k + 1), Interest::READABLE)?;
+        }
         let mut events = Events::with_capacity(64);
         let mut buffer = vec![0u8; 65_535];
 
         while !stop.load(Ordering::Relaxed) {
             let now = Instant::now();
-            let next_delivery = [self.data.front(), self.reverse.front()]
-                .into_iter()
-                .flatten()
-                .map(|packet| packet.deliver_at)
-                .min();
+            let next_delivery =
+                [self.data.front(), self.reverse.front()].into_iter().flatten().map(|packet| packet.deliver_at).min();
             let timeout = next_delivery.map_or(STOP_CHECK, |at| at.saturating_duration_since(now).min(STOP_CHECK));
             poll.poll(&mut events, Some(timeout))?;
 
@@ -173,29 +193,32 @@ impl Relay {
     }
 
     fn receive(&mut self, buffer: &mut [u8]) -> io::Result<()> {
-        loop {
-            match self.client_side.recv_from(buffer) {
-                Ok((len, from)) => {
-                    self.client.get_or_insert(from);
-                    let now = Instant::now();
-                    let deliver_at = now + self.config.delay;
-                    self.reverse.push_back(InFlight { deliver_at, departs_at: now, payload: buffer[..len].to_vec() });
+        for pair in 0..self.pairs.len() {
+            loop {
+                match self.pairs[pair].client_side.recv_from(buffer) {
+                    Ok((len, from)) => {
+                        self.pairs[pair].client.get_or_insert(from);
+                        let now = Instant::now();
+                        let deliver_at = now + self.config.delay;
+                        let payload = buffer[..len].to_vec();
+                        self.reverse.push_back(InFlight { deliver_at, departs_at: now, pair, payload });
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
             }
-        }
-        loop {
-            match self.server_side.recv_from(buffer) {
-                Ok((len, _)) => self.enqueue_data(&buffer[..len]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
+            loop {
+                match self.pairs[pair].server_side.recv_from(buffer) {
+                    Ok((len, _)) => self.enqueue_data(pair, &buffer[..len]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(())
     }
 
-    fn enqueue_data(&mut self, payload: &[u8]) {
+    fn enqueue_data(&mut self, pair: usize, payload: &[u8]) {
         let now = Instant::now();
         let queued = self.data.iter().filter(|packet| packet.departs_at > now).count();
         if queued >= self.config.queue_packets {
@@ -206,20 +229,25 @@ impl Relay {
         let service = Duration::from_secs_f64(payload.len() as f64 * 8.0 / self.config.rate_bps.max(1) as f64);
         let departs_at = self.last_departure.max(now) + service;
         self.last_departure = departs_at;
-        self.data.push_back(InFlight { deliver_at: departs_at + self.config.delay, departs_at, payload: payload.to_vec() });
+        let deliver_at = departs_at + self.config.delay;
+        self.data.push_back(InFlight { deliver_at, departs_at, pair, payload: payload.to_vec() });
     }
 
     fn deliver(&mut self) -> io::Result<()> {
         let now = Instant::now();
         while self.data.front().is_some_and(|packet| packet.deliver_at <= now) {
-            if let (Some(packet), Some(client)) = (self.data.pop_front(), self.client) {
-                send_ignoring_full_buffers(&self.client_side, &packet.payload, client)?;
-                self.stats.forwarded += 1;
+            if let Some(packet) = self.data.pop_front() {
+                let pair = &self.pairs[packet.pair];
+                if let Some(client) = pair.client {
+                    send_ignoring_full_buffers(&pair.client_side, &packet.payload, client)?;
+                    self.stats.forwarded += 1;
+                }
             }
         }
         while self.reverse.front().is_some_and(|packet| packet.deliver_at <= now) {
             if let Some(packet) = self.reverse.pop_front() {
-                send_ignoring_full_buffers(&self.server_side, &packet.payload, self.server)?;
+                let pair = &self.pairs[packet.pair];
+                send_ignoring_full_buffers(&pair.server_side, &packet.payload, pair.server)?;
                 self.stats.reverse_forwarded += 1;
             }
         }

@@ -207,49 +207,75 @@ fn quic(what: &'static str) -> impl Fn(quiche::Error) -> TransferError {
 /// Runs a transfer, calling `on_progress` on the calling thread every
 /// `config.progress_every`.
 pub fn run(config: &TransferConfig, mut on_progress: impl FnMut(&Progress)) -> Result<TransferReport, TransferError> {
+    let mut reports = run_many(std::slice::from_ref(config), config.link, |_, progress| on_progress(progress))?;
+    Ok(reports.remove(0))
+}
+
+/// Runs the transfers of `configs` at once, each between its own server
+/// and client, all through one bottleneck `link` (their own `link` is not
+/// used), calling `on_progress(k, progress)` on the calling thread as
+/// transfer `k` reports. The transfers start together; each report's link
+/// statistics are those of the shared link.
+pub fn run_many(
+    configs: &[TransferConfig],
+    link: Option<LinkConfig>,
+    mut on_progress: impl FnMut(usize, &Progress),
+) -> Result<Vec<TransferReport>, TransferError> {
     let scratch = cert::ScratchDir::new("transfer")?;
     let certs = cert::write_self_signed(scratch.path(), &["localhost".to_string()])?;
 
-    let server_socket = std::net::UdpSocket::bind(("127.0.0.1", 0))?;
-    let server_addr = server_socket.local_addr()?;
-    let link = config.link.map(|link| Link::start(link, server_addr)).transpose()?;
-    let client_target = link.as_ref().map_or(server_addr, Link::client_facing_addr);
-    let deadline = Instant::now() + config.time_limit;
+    let mut sockets = Vec::with_capacity(configs.len());
+    for _ in configs {
+        sockets.push(std::net::UdpSocket::bind(("127.0.0.1", 0))?);
+    }
+    let servers = sockets.iter().map(|socket| socket.local_addr()).collect::<io::Result<Vec<_>>>()?;
+    let link = link.map(|link| Link::start_shared(link, &servers)).transpose()?;
+    let targets = link.as_ref().map_or_else(|| servers.clone(), |link| link.client_facing_addrs().to_vec());
 
     let (progress_tx, progress_rx) = mpsc::channel();
-    let server = {
-        let config = config.clone();
-        let certs = certs.clone();
-        std::thread::Builder::new()
-            .name("flowshare-sender".into())
-            .spawn(move || send(&config, &certs, server_socket, deadline, &progress_tx))?
-    };
-    let client = {
-        let config = config.clone();
-        std::thread::Builder::new()
-            .name("flowshare-receiver".into())
-            .spawn(move || receive(&config, client_target, deadline))?
-    };
+    let mut endpoints = Vec::with_capacity(configs.len());
+    for (k, ((config, socket), target)) in configs.iter().zip(sockets).zip(targets).enumerate() {
+        let deadline = Instant::now() + config.time_limit;
+        let server = {
+            let (config, certs, progress_tx) = (config.clone(), certs.clone(), progress_tx.clone());
+            std::thread::Builder::new().name(format!("flowshare-sender-{k}")).spawn(move || {
+                // A caller that stopped listening is not the sender's failure.
+                let report = |progress| drop(progress_tx.send((k, progress)));
+                send(&config, &certs, socket, deadline, &report)
+            })?
+        };
+        let client = {
+            let config = config.clone();
+            std::thread::Builder::new()
+                .name(format!("flowshare-receiver-{k}"))
+                .spawn(move || receive(&config, target, deadline))?
+        };
+        endpoints.push((server, client));
+    }
+    drop(progress_tx);
 
-    // The sender drops its end of the channel when it finishes.
-    for progress in progress_rx {
-        on_progress(&progress);
+    // Every sender drops its end of the channel when it finishes.
+    for (k, progress) in progress_rx {
+        on_progress(k, &progress);
     }
     fn joined<T>(result: std::thread::Result<Result<T, TransferError>>) -> Result<T, TransferError> {
         result.unwrap_or_else(|_| Err(TransferError::Io(io::Error::other("endpoint thread panicked"))))
     }
-    let received = joined(client.join());
-    let sender = joined(server.join());
+    let finished: Vec<_> =
+        endpoints.into_iter().map(|(server, client)| (joined(client.join()), joined(server.join()))).collect();
     let link = link.map(Link::stop).transpose()?;
-    let (bytes, elapsed) = received?;
-    let sender = sender?;
-    Ok(TransferReport {
-        bytes,
-        elapsed,
-        goodput_bps: bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-9),
-        sender,
-        link,
-    })
+    let mut reports = Vec::with_capacity(finished.len());
+    for (received, sender) in finished {
+        let (bytes, elapsed) = received?;
+        reports.push(TransferReport {
+            bytes,
+            elapsed,
+            goodput_bps: bytes as f64 * 8.0 / elapsed.as_secs_f64().max(1e-9),
+            sender: sender?,
+            link,
+        });
+    }
+    Ok(reports)
 }
 
 fn base_config(receiver_cc: Option<&Spec>) -> Result<quiche::Config, TransferError> {
@@ -359,7 +385,7 @@ fn send(
     certs: &CertFiles,
     socket: std::net::UdpSocket,
     deadline: Instant,
-    progress: &mpsc::Sender<Progress>,
+    progress: &dyn Fn(Progress),
 ) -> Result<SenderReport, TransferError> {
     let mut quiche_config = base_config(None)?;
     quiche_config.load_cert_chain_from_pem_file(&certs.cert.to_string_lossy()).map_err(quic("load the certificate"))?;
@@ -408,7 +434,7 @@ fn send(
         }
         if Instant::now() >= next_progress {
             // The receiver may have gone; progress is best effort.
-            let _ = progress.send(progress_of(&conn, started, written));
+            progress(progress_of(&conn, started, written));
             next_progress += config.progress_every;
         }
         let due = endpoint.flush(&mut conn)?;

@@ -19,9 +19,11 @@ pub mod grid;
 pub mod report;
 
 use std::path::Path as FilePath;
+use std::path::PathBuf;
 
 use crate::options::standard_algorithms;
 use crate::options::weighted_algorithms;
+use crate::options::OptionArgs;
 use crate::options::Options;
 use crate::report::write_file;
 use crate::scenario::LAB_START_SPREAD_S;
@@ -143,4 +145,76 @@ pub fn write(card: &Scorecard, dir: &FilePath) -> Result<String, String> {
         report::plots(card, dir)?;
     }
     Ok(headline)
+}
+
+/// What a scorecard grid takes on the command line, the lab's and the
+/// testbed's alike.
+#[derive(clap::Args, Debug)]
+pub struct GridArgs {
+    /// The options of the grid: --quick, --controllers, --n, --peers, ...
+    #[command(flatten)]
+    pub options: OptionArgs,
+    /// Run only part I of K of the grid (1 <= I <= K), e.g. as a job array
+    /// task; `flowshare scorecard merge` combines the parts.
+    #[arg(long)]
+    pub shard: Option<String>,
+}
+
+impl GridArgs {
+    /// The shard asked for, if any.
+    pub fn shard(&self) -> Result<Option<Shard>, String> {
+        self.shard.as_deref().map(Shard::parse).transpose()
+    }
+}
+
+/// `flowshare scorecard lab`.
+#[derive(clap::Args, Debug)]
+pub struct LabArgs {
+    #[command(flatten)]
+    grid: GridArgs,
+    /// Simulations run in parallel (default: one per core).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Output directory.
+    #[arg(long, default_value = "scorecard-lab")]
+    out: PathBuf,
+}
+
+/// `flowshare scorecard merge`.
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// The shards' output directories (or their scorecard.json files).
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "scorecard")]
+    out: PathBuf,
+}
+
+/// Runs `flowshare scorecard lab`; returns what to print.
+pub fn lab_command(args: &LabArgs) -> Result<String, String> {
+    let options = args.grid.options.options()?;
+    let campaign = lab_campaign(&options, args.grid.shard()?)?;
+    if args.jobs == Some(0) {
+        return Err("--jobs 0 is out of range; accepted range [1, ...)".into());
+    }
+    let card = run_lab(&campaign, args.jobs.unwrap_or_else(sweep::default_threads))?;
+    finish(&card, &args.out)
+}
+
+/// Runs `flowshare scorecard merge`; returns what to print.
+pub fn merge_command(args: &MergeArgs) -> Result<String, String> {
+    let read = |path: &PathBuf| {
+        let file = if path.is_dir() { path.join("scorecard.json") } else { path.clone() };
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        Scorecard::from_json(&text).map_err(|e| format!("{}: {e}", file.display()))
+    };
+    let shards = args.shards.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+    finish(&Scorecard::merge(shards)?, &args.out)
+}
+
+/// Writes the scorecard's files; returns the headline and where it went.
+pub fn finish(card: &Scorecard, out: &FilePath) -> Result<String, String> {
+    let headline = write(card, out)?;
+    Ok(format!("{headline}wrote {}\n", out.join("scorecard.json").display()))
 }
