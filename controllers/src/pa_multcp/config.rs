@@ -1,0 +1,195 @@
+//! PA-MulTCP's parameters and the spec keys that set them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::PaMulTcp;
+use crate::aimd::Aimd;
+use crate::controller::Controller;
+use crate::controller::Params;
+use crate::equations::cubic_reno_flowshares;
+use crate::equations::CUBIC_WEIGHT;
+use crate::grammar::choice_name;
+use crate::grammar::Args;
+use crate::grammar::Range;
+use crate::grammar::SpecError;
+use crate::spec::AlgorithmConfig;
+
+/// How packets are assigned to the two loops (section 4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assignment {
+    /// Runs of packets on one loop until it is closed (default: the paper
+    /// prefers it under drop-tail, where losses come in bursts).
+    Consecutive,
+    /// Alternate packets while both loops are open.
+    Interleave,
+    /// Give each packet to the probe loop with probability
+    /// `W_p / (W_p + W_a)`, so that a burst of drops hits both loops in
+    /// proportion to their windows.
+    Draw,
+}
+
+/// What caps the adjusting loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapRule {
+    /// `g (N - 1)` times the probe loop's average window over its last loss
+    /// epochs, with `g` corrected so that the adjusting loop's average
+    /// tracks `(N - 1)` times the probe's (default).
+    Measured,
+    /// Eq. (9)'s `W_max` at the probe's loss event rate, as in paper 000.
+    Paper,
+}
+
+/// The algorithm of the probe loop, and so the kind of flow a flowshare is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// AIMD(1, 1/2), the paper's probe: flowshares of Reno flows (default).
+    Reno,
+    /// RFC 9438 CUBIC: flowshares of CUBIC flows.
+    Cubic,
+}
+
+/// The parameters of PA-MulTCP(N).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaMulTcpConfig {
+    /// N, the number of flowshares of the whole connection.
+    pub n: f64,
+    /// Packet assignment.
+    pub assignment: Assignment,
+    /// The probe loop's algorithm.
+    pub probe: ProbeKind,
+    /// What caps the adjusting loop.
+    pub cap: CapRule,
+}
+
+impl PaMulTcpConfig {
+    /// PA-MulTCP(n); `n` must lie in `(0, 256]`, or `[0.01, 256]` with a
+    /// CUBIC probe (see [`crate::mulcubic`]).
+    pub fn new(n: f64, assignment: Assignment, probe: ProbeKind) -> Result<Self, SpecError> {
+        let range = weight_range(probe);
+        if !range.contains(n) {
+            let with = if probe == ProbeKind::Cubic { " with probe=cubic" } else { "" };
+            return Err(SpecError::new(
+                "pa-multcp",
+                "n",
+                format!("= {n} is out of range; accepted range {range}{with}"),
+            ));
+        }
+        Ok(PaMulTcpConfig { n, assignment, probe, cap: PaMulTcpConfig::DEFAULT_CAP })
+    }
+
+    /// The default assignment.
+    pub const DEFAULT_ASSIGNMENT: Assignment = Assignment::Draw;
+    /// The default probe.
+    pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
+    /// The default cap.
+    pub const DEFAULT_CAP: CapRule = CapRule::Measured;
+
+    /// The same config with the adjusting loop capped by `cap`.
+    pub fn with_cap(self, cap: CapRule) -> Self {
+        PaMulTcpConfig { cap, ..self }
+    }
+
+    /// The same choices for another weight.
+    pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
+        Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?.with_cap(self.cap))
+    }
+
+    /// Whether there is an adjusting loop: N > 1.
+    pub fn has_adjusting_loop(&self) -> bool {
+        self.n > 1.0
+    }
+
+    /// Flowshares of the probe loop: 1, or N below one flowshare.
+    pub fn probe_flowshares(&self) -> f64 {
+        self.n.min(1.0)
+    }
+
+    /// The Reno flowshares the adjusting loop targets at loss event rate `p`
+    /// (if known) and smoothed RTT `rtt`: `N' = N - 1`, times `R` for a
+    /// CUBIC probe.
+    pub fn adjusting_flowshares(&self, loss_event_rate: Option<f64>, rtt: Duration) -> f64 {
+        let n = (self.n - 1.0).max(0.0);
+        match (self.probe, loss_event_rate) {
+            (ProbeKind::Cubic, Some(p)) => n * cubic_reno_flowshares(p, rtt),
+            _ => n,
+        }
+    }
+
+    /// `W_max` of eq. (9) in packets at loss event rate `p` and smoothed RTT
+    /// `rtt`; `None` without an adjusting loop.
+    pub fn w_max(&self, loss_event_rate: f64, rtt: Duration) -> Option<f64> {
+        self.has_adjusting_loop().then(|| {
+            let pair = loop_pair(self.adjusting_flowshares(Some(loss_event_rate), rtt));
+            pair.epoch_window(loss_event_rate)
+        })
+    }
+}
+
+impl AlgorithmConfig for PaMulTcpConfig {
+    /// Parses `n`, `assign` and `probe`.
+    fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        let assignment = args.choice("assign", &ASSIGNMENTS)?.unwrap_or(PaMulTcpConfig::DEFAULT_ASSIGNMENT);
+        let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
+        let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
+        let n = args.weight(weight_range(probe))?;
+        Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap))
+    }
+
+    fn weight(&self) -> f64 {
+        self.n
+    }
+
+    fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
+        Ok(Arc::new(PaMulTcpConfig::reweighted(self, n)?))
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn Controller> {
+        Box::new(PaMulTcp::new(self.clone(), params))
+    }
+}
+
+impl fmt::Display for PaMulTcpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "pa-multcp:n={}", self.n)?;
+        if self.assignment != PaMulTcpConfig::DEFAULT_ASSIGNMENT {
+            write!(f, ",assign={}", choice_name(&ASSIGNMENTS, self.assignment))?;
+        }
+        if self.probe != PaMulTcpConfig::DEFAULT_PROBE {
+            write!(f, ",probe={}", choice_name(&PROBES, self.probe))?;
+        }
+        if self.cap != PaMulTcpConfig::DEFAULT_CAP {
+            write!(f, ",cap={}", choice_name(&CAPS, self.cap))?;
+        }
+        Ok(())
+    }
+}
+
+/// The values of `assign`.
+const ASSIGNMENTS: [(&str, Assignment); 3] =
+    [("consecutive", Assignment::Consecutive), ("interleave", Assignment::Interleave), ("draw", Assignment::Draw)];
+/// The values of `probe`.
+const PROBES: [(&str, ProbeKind); 2] = [("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)];
+/// The values of `cap`.
+const CAPS: [(&str, CapRule); 2] = [("measured", CapRule::Measured), ("paper", CapRule::Paper)];
+
+/// The accepted N: CUBIC's constants need N >= 0.01 ([`crate::mulcubic`]).
+fn weight_range(probe: ProbeKind) -> Range {
+    match probe {
+        ProbeKind::Reno => Range::WEIGHT,
+        ProbeKind::Cubic => CUBIC_WEIGHT,
+    }
+}
+
+/// The AIMD pair of a loop worth `flowshares` standard flows: the paper's
+/// AIMD(√s, 2/(1 + 3s^1.5)) from one flowshare up, eq. (5) with TCP's
+/// b = 1/2, AIMD(s², 1/2), below (module docs).
+pub fn loop_pair(flowshares: f64) -> Aimd {
+    if flowshares >= 1.0 {
+        let increase = flowshares.sqrt();
+        Aimd { increase, decrease: Aimd::weighted_decrease(flowshares, increase) }
+    } else {
+        Aimd { increase: Aimd::weighted_increase(flowshares, 0.5), decrease: 0.5 }
+    }
+}

@@ -1,0 +1,208 @@
+//! PA-MulTCP's two loops: which one sends a packet, the probe loop's
+//! algorithm, and the ledger that gives each acknowledgement or loss back to
+//! the loop that sent the packet.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::config::loop_pair;
+use super::config::Assignment;
+use super::config::PaMulTcpConfig;
+use super::config::ProbeKind;
+use crate::aimd::Aimd;
+use crate::controller::Params;
+use crate::cubic::CubicWindow;
+use crate::equations::cubic_flow_params;
+use crate::equations::cubic_loss_event_rate_at_epoch_window;
+use crate::equations::CubicParams;
+use crate::window::LossWindow;
+use crate::window::WindowLoop;
+
+/// A number in [0, 1) drawn from a packet number: splitmix64's finaliser,
+/// so that neighbouring numbers draw independent-looking values.
+pub(super) fn draw(number: u64) -> f64 {
+    let mut z = number.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// One of the two window loops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loop {
+    /// The probe loop.
+    Probe,
+    /// The adjusting loop.
+    Adjusting,
+}
+
+impl Loop {
+    /// The name in snapshots.
+    pub fn name(self) -> &'static str {
+        match self {
+            Loop::Probe => "probe",
+            Loop::Adjusting => "adjusting",
+        }
+    }
+
+    pub(super) fn other(self) -> Loop {
+        match self {
+            Loop::Probe => Loop::Adjusting,
+            Loop::Adjusting => Loop::Probe,
+        }
+    }
+}
+
+/// The loop for the next packet, given the loop of the previous one and
+/// which loops are open (section 4.3; module docs for the closed case).
+/// `probe_due` says, for [`Assignment::Draw`], whether the draw gave the
+/// packet to the probe loop.
+pub fn assign(
+    assignment: Assignment,
+    previous: Option<Loop>,
+    probe_open: bool,
+    adjusting_open: bool,
+    probe_due: bool,
+) -> Loop {
+    let open = |which: Loop| match which {
+        Loop::Probe => probe_open,
+        Loop::Adjusting => adjusting_open,
+    };
+    let previous = previous.unwrap_or(match assignment {
+        // Start on the probe loop in both modes.
+        Assignment::Consecutive | Assignment::Draw => Loop::Probe,
+        Assignment::Interleave => Loop::Adjusting,
+    });
+    let (first, second) = match assignment {
+        Assignment::Consecutive => (previous, previous.other()),
+        Assignment::Interleave => (previous.other(), previous),
+        Assignment::Draw if probe_due => (Loop::Probe, Loop::Adjusting),
+        Assignment::Draw => (Loop::Adjusting, Loop::Probe),
+    };
+    if open(first) {
+        first
+    } else if open(second) {
+        second
+    } else {
+        Loop::Probe
+    }
+}
+
+/// The probe loop: AIMD or CUBIC, used through [`LossWindow`].
+#[derive(Clone, Debug)]
+pub(super) enum ProbeLoop {
+    Reno(WindowLoop),
+    Cubic(CubicWindow),
+}
+
+impl std::ops::Deref for ProbeLoop {
+    type Target = dyn LossWindow;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            ProbeLoop::Reno(window) => window,
+            ProbeLoop::Cubic(window) => window,
+        }
+    }
+}
+
+impl std::ops::DerefMut for ProbeLoop {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            ProbeLoop::Reno(window) => window,
+            ProbeLoop::Cubic(window) => window,
+        }
+    }
+}
+
+impl ProbeLoop {
+    pub(super) fn new(config: &PaMulTcpConfig, params: &Params) -> Self {
+        match config.probe {
+            ProbeKind::Reno => ProbeLoop::Reno(WindowLoop::new(loop_pair(config.probe_flowshares()), params)),
+            ProbeKind::Cubic => ProbeLoop::Cubic(CubicWindow::new(probe_cubic_params(config), params)),
+        }
+    }
+
+    /// Follows a weight change: the probe is one flow, or N below one.
+    pub(super) fn reweight(&mut self, config: &PaMulTcpConfig) {
+        match self {
+            ProbeLoop::Reno(window) => window.set_aimd(loop_pair(config.probe_flowshares())),
+            ProbeLoop::Cubic(window) => {
+                let params = probe_cubic_params(config);
+                // Changing the constants restarts the CUBIC epoch; only do it
+                // when they change.
+                if window.params() != params {
+                    window.set_params(params);
+                }
+            }
+        }
+    }
+
+    /// The loss event rate at which this loop's epochs end at `window`
+    /// segments: eq. (1) inverted, or CUBIC's epoch window inverted.
+    pub(super) fn loss_event_rate_at_epoch_window(&self, window: f64, rtt: Duration) -> f64 {
+        match self {
+            ProbeLoop::Reno(probe) => {
+                let Aimd { increase: a, decrease: b } = probe.aimd();
+                2.0 * a / (b * (2.0 - b) * window * window)
+            }
+            ProbeLoop::Cubic(probe) => cubic_loss_event_rate_at_epoch_window(&probe.params(), window, rtt),
+        }
+    }
+}
+
+/// The loop and size of each packet in flight, in packet number order.
+/// Entries are freed once every older packet is resolved too, so the
+/// structure spans the packets in flight and its capacity is reused: no
+/// allocation per packet in steady state.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Ledger {
+    pub(super) packets: VecDeque<LedgerEntry>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LedgerEntry {
+    pub(super) number: u64,
+    pub(super) bytes: usize,
+    pub(super) owner: Loop,
+    /// Acknowledged, lost or discarded; removed once at the front.
+    pub(super) resolved: bool,
+}
+
+impl Ledger {
+    /// Records packet `number`; numbers must increase.
+    pub(super) fn push(&mut self, number: u64, bytes: usize, owner: Loop) {
+        self.packets.push_back(LedgerEntry { number, bytes, owner, resolved: false });
+    }
+
+    /// The loop and size of packet `number`, if it is in flight; it no
+    /// longer is afterwards.
+    pub(super) fn resolve(&mut self, number: u64) -> Option<(Loop, usize)> {
+        let index = self.packets.binary_search_by_key(&number, |entry| entry.number).ok()?;
+        let entry = &mut self.packets[index];
+        if entry.resolved {
+            return None;
+        }
+        entry.resolved = true;
+        let found = (entry.owner, entry.bytes);
+        while self.packets.front().is_some_and(|entry| entry.resolved) {
+            self.packets.pop_front();
+        }
+        Some(found)
+    }
+
+    /// Forgets every packet, returning those not resolved yet.
+    pub(super) fn drain_unresolved(&mut self) -> impl Iterator<Item = LedgerEntry> + '_ {
+        self.packets.drain(..).filter(|entry| !entry.resolved)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.packets.len()
+    }
+}
+
+/// The probe's CUBIC constants: one flow, MulCUBIC(N) below one flowshare.
+fn probe_cubic_params(config: &PaMulTcpConfig) -> CubicParams {
+    cubic_flow_params(config.probe_flowshares())
+}

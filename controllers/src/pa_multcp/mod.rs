@@ -1,0 +1,577 @@
+//! PA-MulTCP(N): Probe-Aided MulTCP, two window loops in one connection.
+//!
+//! Kuo and Fu, paper 000 section 4. MulTCP(N) sees a lower loss event rate
+//! than a standard flow and so takes more than N flowshares (section 3.2).
+//! PA-MulTCP measures the loss event rate of a standard flow with a *probe
+//! loop* that carries real data, and caps a MulTCP-like *adjusting loop* at
+//! the window N flows would have at that rate.
+//!
+//! # Defaults and the paper
+//!
+//! The paper's PA-MulTCP caps the adjusting loop at eq. (9)'s `W_max` for
+//! the probe's loss event rate, assigns packets to the loops in runs, and
+//! probes with Reno: `pa-multcp:n=N,probe=reno,assign=consecutive,cap=paper`
+//! is exactly that, and the lab's reproduction of paper 000 uses it. The
+//! defaults differ where the lab and the testbed showed the weight not
+//! holding (`cap`, `assign` and `probe` below):
+//!
+//! * **`cap=measured`** (default): the adjusting loop is capped at
+//!   `g (N - 1) W̄_p`, with `W̄_p` the probe loop's window averaged over
+//!   its last four loss epochs ([`EpochAverage`]). The probe is a real flow
+//!   of the peers' kind, so its average window *is* one flowshare on this
+//!   path, whatever the peers' response function, queue or loss pattern:
+//!   W_max from a model cannot see that CUBIC's β = 0.7 beats halving at a
+//!   drop-tail queue (the lab's PA-MulTCP took 0.69 to 0.94 of its share
+//!   against CUBIC with `cap=paper`). `g >= 1` makes up for the adjusting
+//!   loop not sitting at its cap all the time: at every probe loss event
+//!   it becomes the ratio of the cap's average to the adjusting loop's over
+//!   the closed epochs, so the adjusting loop's *average* is `(N - 1) W̄_p`
+//!   (at most 2). Before the probe's first epoch ends the cap is
+//!   `(N - 1)` times the probe's window, so both loops slow-start together.
+//!   The adjusting loop runs the pair of a loop worth 3 (N - 1) flowshares
+//!   ([`loop_pair`]), stiff enough that its cap, not its own losses, sets
+//!   its rate, also where N - 1 is one flowshare of a CUBIC probe.
+//! * **`assign=draw`** (default): each packet goes to the probe loop with
+//!   probability `W_p / (W_p + W_a)`, drawn from a hash of its packet number
+//!   (deterministic, and uncorrelated with the loops' windows), so that a
+//!   burst of drops hits both loops in proportion; runs of packets
+//!   (`assign=consecutive`) let the adjusting loop's own overflows fall on
+//!   adjusting packets and hide them from the probe. Against 170 CUBIC
+//!   flows at 200 Mbit/s the lab gave PA-MulTCP(30) 0.88 of its share with
+//!   packets interleaved in proportion (a running credit) and 0.93 with
+//!   the draw, 1.07 with runs (6 seeds each).
+//! * **`probe=cubic`** (default): a flowshare is a CUBIC flow's, the traffic
+//!   a server meets (Linux TCP, quiche); `probe=reno` makes it a Reno
+//!   flow's. Against the other kind one flowshare is worth what that probe
+//!   gets there (in the lab a CUBIC flow takes 1.2 to 1.4 times a Reno
+//!   flow's share), and N flowshares N times that.
+//!
+//! # Rules (paper 000, `cap=paper`)
+//!
+//! * **Probe loop** (section 4.1): TCP-friendly AIMD(1, 1/2) with its own
+//!   slow start. Its loss event rate `p` is measured on the sender with
+//!   TFRC's average loss interval method ([`LossIntervals`], RFC 5348
+//!   section 5) over the probe loop's packets only.
+//! * **Adjusting loop** (section 4.2): AIMD(√N', 2/(1 + 3N'^1.5)), a pair on
+//!   eq. (5)'s curve, with its window and slow start threshold capped at
+//!   eq. (9)'s `W_max = sqrt(2a / (b (2 - b) p))` packets
+//!   ([`WindowLoop::set_cap`]). N' is what the adjusting loop targets (next
+//!   section). Slow start is standard: once `p` is known the cap ends it.
+//! * **Packet assignment** (section 4.3): the congestion window is the sum of
+//!   both loops' windows. A loop is *open* while its own bytes in flight are
+//!   below its window. Each packet is assigned when the host reports it sent:
+//!   *consecutive* (default) keeps sending on the loop of the previous packet
+//!   until it is closed, then switches; *interleave* (`assign=interleave`)
+//!   alternates while both are open. A packet the host sends with both loops
+//!   closed (a PTO probe) goes to the probe loop: a standard flow would send
+//!   it too, and its fate belongs in what the probe measures. The loop of
+//!   every packet in flight is remembered, so its acknowledgement or loss
+//!   goes back to the loop that sent it; recovery periods are per loop. If
+//!   the host reports nothing in flight while packets are still recorded
+//!   (dropped without [`Controller::on_packet_discarded`]), they are
+//!   forgotten, so that neither loop stays closed for good.
+//! * **Weight changes** (section 4.2): [`Controller::set_weight`] updates the
+//!   pair and `W_max` at once, clamping window and slow start threshold.
+//! * **Persistent congestion**: both loops collapse to the minimum window;
+//!   each loop's slow start threshold becomes what one loss event would have
+//!   left, `(1 - b)` of its window (CUBIC's β for a CUBIC probe), at most
+//!   `W_max`.
+//!
+//! # How N flowshares are split between the loops
+//!
+//! The probe loop is not capped: at its loss event rate `p` it sends eq. (3)'s
+//! `sqrt(3 / (2p))` packets per RTT, one flowshare. So the adjusting loop
+//! targets **N' = N - 1**: with the eq. (5) pair for N' and eq. (9)'s cap,
+//! eq. (10) gives it `(2 - b)/2 · W_max = N' sqrt(3 / (2p))` packets per RTT,
+//! and the connection `(1 + N') sqrt(3 / (2p)) = N` flowshares. (Targeting N,
+//! as the paper's adjusting loop alone does, makes N + 1: 50% too much at
+//! N = 2.) For N = 4 and p = 0.01: the probe sends 12.247 packets per RTT;
+//! the adjusting loop is AIMD(√3 = 1.7321, 2/(1 + 3·3^1.5) = 0.12057),
+//! `W_max = 39.099` packets, and it sends 0.93972 · 39.099 = 36.742 =
+//! 3 × 12.247 packets per RTT; together 48.990 = 4 × 12.247.
+//!
+//! A capped loop that sits at its cap between losses sends up to `W_max`
+//! rather than eq. (10)'s `(2 - b)/2 · W_max`, at most `2/(2 - b)` times its
+//! target (1.064 for N' = 3); the paper accepts the same approximation.
+//!
+//! * **1 < N < 2**: `N' < 1`. AIMD(√N', 2/(1 + 3N'^1.5)) would need `b >= 1`
+//!   below N' = (1/3)^(2/3) = 0.48, so below N' = 1 the adjusting loop uses
+//!   eq. (5) with TCP's b = 1/2: AIMD(N'², 1/2) (MulTCP's pair below one
+//!   flowshare; both pairs are AIMD(1, 1/2) at N' = 1). The loop never drops
+//!   below 2 packets, so just above N = 1 the connection gets slightly more
+//!   than N.
+//! * **N = 1**: no adjusting loop; the probe loop alone is RFC 9002 NewReno,
+//!   and `p` is still measured and reported.
+//! * **N < 1** (scavenger): no adjusting loop, and the probe loop itself is
+//!   AIMD(N², 1/2), worth N flowshares by eq. (5). Its `p` is that of a
+//!   smaller-than-standard flow: it is reported, and used again if N rises.
+//!
+//! Initial windows: the probe loop starts at the host's IW, the adjusting
+//! loop at `IW · min(N', 1)` (at least 2 packets), so the connection never
+//! starts above the `N · IW` of N separate flows.
+//!
+//! # Before the first loss interval closes
+//!
+//! `p` needs a closed loss interval. Like TFRC after its first loss event
+//! (RFC 5348 section 6.3.1), the history is then seeded with one synthetic
+//! interval ([`LossIntervals::seed`]), from the probe window `W_d` when the
+//! probe's first loss event is detected. Slow start doubles the window in
+//! the RTT it takes to detect a loss, so the path held about `W = W_d / 2`
+//! (for the Reno probe: the window after the decrease). Eq. (1) inverted for
+//! the probe pair gives `p₀ = 2a / (b (2 - b) W²)` = `8 / (3W²)` for
+//! AIMD(1, 1/2), and the seeded interval `1/p₀ = 3W²/8` packets: one
+//! congestion epoch ending at W. `W_d` = 20 packets gives W = 10 and a
+//! 37.5-packet interval. Until the probe's first loss event there is no cap:
+//! both loops are in slow start, which losses end anyway.
+//!
+//! # `probe=cubic`: holding N flowshares among CUBIC flows
+//!
+//! The probe loop is RFC 9438 CUBIC ([`CubicWindow`], MulCUBIC(N) below one
+//! flowshare), so `p` approximates what a CUBIC flow sees. One CUBIC
+//! flowshare at `p` and RTT is CUBIC's average window
+//! `W̄_c = max(AVG_W_cubic, sqrt(3 / (2p)))` (RFC 9438 section 5, derived in
+//! [`crate::mulcubic`]), which is `R = W̄_c / sqrt(3 / (2p)) >= 1` Reno
+//! flowshares. The adjusting loop keeps its AIMD form but targets
+//! **N' · R** Reno flowshares: AIMD(√(N'R), 2/(1 + 3(N'R)^1.5)) capped at
+//! eq. (9) for that pair, which is `W_max = 2 N' W̄_c / (2 - b)`, so by
+//! eq. (10) it sends N' CUBIC flowshares and the connection N. The eq. (5)
+//! pair for N' alone would not do: it is worth N' *Reno* flows, below a cap
+//! sized for CUBIC, so the cap would never bind and the connection would
+//! get one CUBIC plus N' Reno flowshares. `R` follows `p` and the smoothed
+//! RTT at every congestion event. For N = 4, p = 10⁻⁴, RTT 100 ms:
+//! `W̄_c` = 187.40 packets against Reno's 122.47, R = 1.5301, the adjusting
+//! loop is AIMD(2.1425, 0.065564) and `W_max` = 581.26 packets. The seed
+//! inverts CUBIC's epoch window instead of eq. (1)
+//! ([`cubic_loss_event_rate_at_epoch_window`]).
+//!
+//! `W_max` decreases with `p` in both modes (for CUBIC the pair's `2/(2 - b)`
+//! grows as R falls, but `W̄_c` falls faster); a property test checks it.
+
+use std::time::Duration;
+
+use crate::controller::CongestionEvent;
+use crate::controller::Controller;
+use crate::controller::Counters;
+use crate::controller::Params;
+use crate::controller::SentPacket;
+use crate::controller::Snapshot;
+use crate::controller::Value;
+use crate::epoch_average::EpochAverage;
+use crate::grammar::SpecError;
+use crate::loss_intervals::LossIntervals;
+use crate::loss_intervals::LossOutcome;
+use crate::time::Time;
+use crate::window;
+use crate::window::AppLimitedTracker;
+use crate::window::WindowLoop;
+use crate::window::MINIMUM_WINDOW_PACKETS;
+
+mod config;
+mod loops;
+#[cfg(test)]
+mod tests;
+
+pub use config::loop_pair;
+pub use config::Assignment;
+pub use config::CapRule;
+pub use config::PaMulTcpConfig;
+pub use config::ProbeKind;
+pub use loops::assign;
+use loops::draw;
+use loops::Ledger;
+pub use loops::Loop;
+use loops::ProbeLoop;
+
+/// With the measured cap, the adjusting loop runs the pair of a loop worth
+/// this many times its target flowshares, so that on its own it would take
+/// more than its target against Reno or CUBIC flows and its cap, not its
+/// losses, sets its rate. With 1 (the pair of `cap=paper`) an adjusting
+/// loop of one flowshare (N = 2) is a Reno loop that a CUBIC probe's cap
+/// never binds: the lab gave 0.89 flowshares against CUBIC at N = 2; with
+/// 3, 0.99.
+const ADJUSTING_STIFFNESS: f64 = 3.0;
+
+/// The largest `g` of the measured cap: an adjusting loop that cannot
+/// reach its cap on average (it loses too often) may be capped at up to
+/// twice its target.
+const MAX_CAP_GAIN: f64 = 2.0;
+
+/// The PA-MulTCP(N) controller.
+#[derive(Debug)]
+pub struct PaMulTcp {
+    /// Parameters; N changes with [`Controller::set_weight`].
+    config: PaMulTcpConfig,
+    /// The probe loop: one standard flow (N below one flowshare).
+    probe: ProbeLoop,
+    /// The adjusting loop; used while N > 1, kept as it was while N <= 1.
+    adjusting: WindowLoop,
+    /// Loss intervals of the probe loop's packets: `p`.
+    loss_intervals: LossIntervals,
+    /// The loop of every packet in flight.
+    ledger: Ledger,
+    /// Bytes in flight of the probe loop.
+    probe_in_flight: usize,
+    /// Bytes in flight of the adjusting loop.
+    adjusting_in_flight: usize,
+    /// The loop of the last packet sent.
+    last_loop: Option<Loop>,
+    /// Largest packet number sent: packets must be numbered in increasing
+    /// order to be tracked.
+    largest_sent: Option<u64>,
+    /// `W_max` in packets, while the adjusting loop is used and `p` is known
+    /// (`cap=paper`), or the measured cap in packets (`cap=measured`).
+    w_max: Option<f64>,
+    /// The windows of both loops averaged over the probe's last loss
+    /// epochs (`cap=measured`).
+    averages: EpochAverage<3>,
+    /// `g`: the measured cap is `g (N - 1)` times the probe's average
+    /// window; corrected at every probe loss event so that the adjusting
+    /// loop's average tracks `(N - 1)` times the probe's.
+    cap_gain: f64,
+    /// Whether the application limited sending in the current probe epoch:
+    /// then the epoch says nothing about the cap and `g` is left alone.
+    epoch_app_limited: bool,
+    /// Whether the probe had a loss event since the start.
+    probe_left_slow_start: bool,
+    /// Packets sent while app-limited.
+    app_limited: AppLimitedTracker,
+    /// Smoothed RTT of the last congestion event: pacing, loss events and
+    /// CUBIC's response function.
+    smoothed_rtt: Duration,
+    /// Maximum datagram size, bytes: `W_max` is in packets of it.
+    max_datagram_size: usize,
+    /// Event counts.
+    counters: Counters,
+}
+
+impl PaMulTcp {
+    /// PA-MulTCP(N) as configured.
+    pub fn new(config: PaMulTcpConfig, params: &Params) -> Self {
+        let adjusting_share = (config.n - 1.0).clamp(0.0, 1.0);
+        let adjusting_params = Params {
+            initial_window_packets: (params.initial_window_packets as f64 * adjusting_share)
+                .round()
+                .max(MINIMUM_WINDOW_PACKETS) as usize,
+            ..*params
+        };
+        let adjusting =
+            WindowLoop::new(loop_pair(config.adjusting_flowshares(None, params.initial_rtt)), &adjusting_params);
+        PaMulTcp {
+            probe: ProbeLoop::new(&config, params),
+            adjusting,
+            config,
+            loss_intervals: LossIntervals::new(),
+            ledger: Ledger::default(),
+            probe_in_flight: 0,
+            adjusting_in_flight: 0,
+            last_loop: None,
+            largest_sent: None,
+            w_max: None,
+            averages: EpochAverage::new(),
+            cap_gain: 1.0,
+            epoch_app_limited: false,
+            probe_left_slow_start: false,
+            app_limited: AppLimitedTracker::default(),
+            smoothed_rtt: params.initial_rtt,
+            max_datagram_size: params.max_datagram_size,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The parameters in use.
+    pub fn config(&self) -> &PaMulTcpConfig {
+        &self.config
+    }
+
+    /// The probe loop's window, bytes.
+    pub fn probe_window(&self) -> f64 {
+        self.probe.window()
+    }
+
+    /// The adjusting loop, whose state is kept while N <= 1.
+    pub fn adjusting_loop(&self) -> &WindowLoop {
+        &self.adjusting
+    }
+
+    /// The loss event rate `p` of the probe loop, once known.
+    pub fn loss_event_rate(&self) -> Option<f64> {
+        self.loss_intervals.loss_event_rate()
+    }
+
+    /// `W_max` in packets, while there is one.
+    pub fn w_max(&self) -> Option<f64> {
+        self.w_max
+    }
+
+    /// The loop of the last packet sent.
+    pub fn last_loop(&self) -> Option<Loop> {
+        self.last_loop
+    }
+
+    fn in_flight_mut(&mut self, owner: Loop) -> &mut usize {
+        match owner {
+            Loop::Probe => &mut self.probe_in_flight,
+            Loop::Adjusting => &mut self.adjusting_in_flight,
+        }
+    }
+
+    fn adjusting_window(&self) -> f64 {
+        if self.config.has_adjusting_loop() {
+            self.adjusting.window()
+        } else {
+            0.0
+        }
+    }
+
+    /// Recomputes the adjusting loop's pair and cap from N, `p`, the RTT
+    /// and the datagram size.
+    fn update_adjusting(&mut self) {
+        if !self.config.has_adjusting_loop() {
+            self.w_max = None;
+            return;
+        }
+        if self.config.cap == CapRule::Measured {
+            let share = self.config.n - 1.0;
+            // Stiff enough that its cap, not its own losses, sets its rate.
+            self.adjusting.set_aimd(loop_pair(ADJUSTING_STIFFNESS * share));
+            // Until a whole epoch has been seen (slow start, and the epoch
+            // after the first loss), the probe's window stands for its
+            // average.
+            let probe = match self.averages.mean() {
+                Some([probe, _, _]) if self.averages.closed_epochs() > 0 => probe,
+                _ => self.probe.window(),
+            };
+            let cap = self.cap_gain * share * probe;
+            self.w_max = Some(cap / self.max_datagram_size as f64);
+            self.adjusting.set_cap(cap);
+            return;
+        }
+        let p = self.loss_intervals.loss_event_rate();
+        let pair = loop_pair(self.config.adjusting_flowshares(p, self.smoothed_rtt));
+        self.adjusting.set_aimd(pair);
+        self.w_max = p.map(|p| pair.epoch_window(p));
+        self.adjusting.set_cap(self.w_max.map_or(f64::INFINITY, |w_max| w_max * self.max_datagram_size as f64));
+    }
+
+    fn on_probe_loss(&mut self, number: u64, now: Time) {
+        let window = self.probe.window();
+        if self.probe.on_lost(number) {
+            self.counters.loss_events += 1;
+            self.on_probe_epoch_end(now);
+        }
+        let first = !self.loss_intervals.has_history();
+        if self.loss_intervals.on_lost(number, self.smoothed_rtt) == LossOutcome::NewEvent && first {
+            // The path held about half the window slow start reached by the
+            // time the loss was detected.
+            let segments = (window / self.max_datagram_size as f64 / 2.0).max(MINIMUM_WINDOW_PACKETS);
+            let p = self.probe.loss_event_rate_at_epoch_window(segments, self.smoothed_rtt);
+            self.loss_intervals.seed(1.0 / p);
+        }
+    }
+
+    /// A probe loss event ended the probe's epoch: the averages move on and
+    /// `g` is corrected from the closed epochs (`cap=measured`).
+    fn on_probe_epoch_end(&mut self, now: Time) {
+        if self.config.cap != CapRule::Measured {
+            return;
+        }
+        if !self.probe_left_slow_start {
+            // Slow start is not an epoch of the steady state.
+            self.probe_left_slow_start = true;
+            self.averages = EpochAverage::new();
+        } else {
+            self.averages.close_epoch(now);
+        }
+        // The adjusting loop fills `u` of its cap on average, so a cap of
+        // `1/u` times the target gives it the target on average.
+        if let Some([_, adjusting, cap]) = self.averages.closed_mean().filter(|_| !self.epoch_app_limited) {
+            if adjusting > 0.0 && cap.is_finite() && cap > 0.0 {
+                self.cap_gain = (cap / adjusting).clamp(1.0, MAX_CAP_GAIN);
+            }
+        }
+        self.epoch_app_limited = false;
+    }
+
+    /// The host no longer has packets in flight that the ledger still holds:
+    /// forget them so the loops do not stay closed.
+    fn forget_in_flight(&mut self) {
+        for entry in self.ledger.drain_unresolved() {
+            if entry.owner == Loop::Probe {
+                // Neither acknowledged nor lost: counted in its interval, like a delivered packet.
+                self.loss_intervals.on_acked(entry.number);
+            }
+        }
+        self.probe_in_flight = 0;
+        self.adjusting_in_flight = 0;
+    }
+}
+
+impl Controller for PaMulTcp {
+    fn on_packet_sent(&mut self, packet: &SentPacket) {
+        self.counters.record_sent(packet);
+        if self.largest_sent.is_some_and(|largest| packet.number <= largest) {
+            // Out of order: the ledger, the loops and the loss intervals
+            // rely on increasing numbers, so the packet is not tracked.
+            return;
+        }
+        self.largest_sent = Some(packet.number);
+        self.app_limited.on_sent(packet.number);
+        let probe_open = (self.probe_in_flight as f64) < self.probe.window();
+        let adjusting_open =
+            self.config.has_adjusting_loop() && (self.adjusting_in_flight as f64) < self.adjusting.window();
+        let probe_due = if self.config.has_adjusting_loop() {
+            let probe = self.probe.window();
+            draw(packet.number) < probe / (probe + self.adjusting.window())
+        } else {
+            true
+        };
+        let owner = assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due);
+        self.ledger.push(packet.number, packet.bytes, owner);
+        *self.in_flight_mut(owner) += packet.bytes;
+        match owner {
+            Loop::Probe => {
+                self.probe.on_sent(packet.number);
+                self.loss_intervals.on_sent(packet.number, packet.time);
+            }
+            Loop::Adjusting => self.adjusting.on_sent(packet.number),
+        }
+        self.last_loop = Some(owner);
+    }
+
+    fn on_congestion_event(&mut self, event: &CongestionEvent) {
+        self.counters.record_event(event);
+        self.smoothed_rtt = event.rtt.smoothed;
+        for packet in event.acked {
+            let Some((owner, bytes)) = self.ledger.resolve(packet.number) else { continue };
+            let in_flight = self.in_flight_mut(owner);
+            *in_flight = in_flight.saturating_sub(bytes);
+            let may_grow = self.app_limited.may_grow(packet.number);
+            match owner {
+                Loop::Probe => {
+                    self.probe.on_acked(packet.number, packet.bytes, event.now, event.rtt.smoothed, may_grow);
+                    self.loss_intervals.on_acked(packet.number);
+                }
+                Loop::Adjusting => self.adjusting.on_ack(packet.number, packet.bytes, may_grow),
+            }
+        }
+        for packet in event.lost {
+            let Some((owner, bytes)) = self.ledger.resolve(packet.number) else { continue };
+            let in_flight = self.in_flight_mut(owner);
+            *in_flight = in_flight.saturating_sub(bytes);
+            match owner {
+                Loop::Probe if packet.bytes > 0 => self.on_probe_loss(packet.number, event.now),
+                Loop::Probe => self.loss_intervals.on_acked(packet.number),
+                Loop::Adjusting if packet.bytes > 0 => {
+                    if self.adjusting.on_loss(packet.number) {
+                        self.counters.loss_events += 1;
+                    }
+                }
+                Loop::Adjusting => {}
+            }
+        }
+        if event.bytes_in_flight == 0 && self.ledger.len() > 0 {
+            self.forget_in_flight();
+        }
+        self.update_adjusting();
+        let cap = self.adjusting.cap().min(f64::MAX);
+        self.averages.observe(event.now, [self.probe.window(), self.adjusting.window(), cap]);
+    }
+
+    fn on_retransmission_timeout(&mut self, _now: Time) {
+        self.counters.timeouts += 1;
+    }
+
+    fn on_persistent_congestion(&mut self, _now: Time) {
+        self.counters.persistent_congestion += 1;
+        self.probe.collapse();
+        self.adjusting.on_persistent_congestion(1.0 - self.adjusting.aimd().decrease);
+    }
+
+    fn on_app_limited(&mut self, _bytes_in_flight: usize) {
+        self.app_limited.on_app_limited();
+        self.epoch_app_limited = true;
+    }
+
+    fn on_packet_discarded(&mut self, number: u64) {
+        let Some((owner, bytes)) = self.ledger.resolve(number) else { return };
+        let in_flight = self.in_flight_mut(owner);
+        *in_flight = in_flight.saturating_sub(bytes);
+        if owner == Loop::Probe {
+            // Neither acknowledged nor lost: counted in its interval, like a delivered packet.
+            self.loss_intervals.on_acked(number);
+        }
+    }
+
+    fn set_max_datagram_size(&mut self, bytes: usize) {
+        self.max_datagram_size = bytes;
+        self.probe.set_max_datagram_size(bytes);
+        self.adjusting.set_max_datagram_size(bytes);
+        self.update_adjusting();
+    }
+
+    fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
+        self.config = self.config.reweighted(weight)?;
+        self.probe.reweight(&self.config);
+        self.update_adjusting();
+        Ok(())
+    }
+
+    fn congestion_window(&self) -> usize {
+        (self.probe.window() + self.adjusting_window()) as usize
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        let rtt = self.smoothed_rtt.as_secs_f64();
+        let probe = window::pacing_rate(self.probe.window(), self.probe.in_slow_start(), rtt);
+        let adjusting = if self.config.has_adjusting_loop() { self.adjusting.pacing_rate(rtt) } else { 0 };
+        Some(probe.saturating_add(adjusting))
+    }
+
+    fn in_recovery(&self) -> bool {
+        self.probe.recovery().in_recovery() || (self.config.has_adjusting_loop() && self.adjusting.in_recovery())
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        let adjusting = if self.config.has_adjusting_loop() { self.adjusting.ssthresh() } else { 0.0 };
+        let ssthresh = self.probe.ssthresh() + adjusting;
+        ssthresh.is_finite().then_some(ssthresh as usize)
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let adjusting = self.config.has_adjusting_loop();
+        let phase = if self.in_recovery() {
+            "recovery"
+        } else if self.probe.in_slow_start() || (adjusting && self.adjusting.in_slow_start()) {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        };
+        Snapshot {
+            algorithm: "pa-multcp",
+            phase,
+            congestion_window: self.congestion_window(),
+            ssthresh: self.ssthresh(),
+            pacing_rate: self.pacing_rate(),
+            weight: Some(self.config.n),
+            state: [
+                self.loss_event_rate().map(|p| ("loss_event_rate", Value::Real(p))),
+                self.w_max.map(|w_max| ("w_max", Value::Real(w_max * self.max_datagram_size as f64))),
+                Some(("probe_window", Value::Integer(self.probe.window() as u64))),
+                adjusting.then(|| ("adjusting_window", Value::Integer(self.adjusting.window() as u64))),
+                self.last_loop.map(|which| ("last_loop", Value::Name(which.name()))),
+                (self.config.cap == CapRule::Measured && adjusting).then(|| ("cap_gain", Value::Real(self.cap_gain))),
+                self.averages
+                    .mean()
+                    .filter(|_| self.config.cap == CapRule::Measured)
+                    .map(|[probe, _, _]| ("probe_average", Value::Real(probe))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        }
+    }
+}
