@@ -170,6 +170,11 @@ pub struct FlowConfig {
     /// ... and gets one packet in this many (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join_share: Option<u32>,
+    /// ... while the connection's weight is this (a server's `weight =
+    /// "streams"` raises N by one for each response); back to the spec's
+    /// when the transfer completes. Default: unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join_weight: Option<f64>,
 }
 
 fn default_packet_bytes() -> u32 {
@@ -332,6 +337,7 @@ impl FlowConfig {
             join_bytes: None,
             join_at_s: None,
             join_share: None,
+            join_weight: None,
         }
     }
 
@@ -392,6 +398,15 @@ impl FlowConfig {
 
     /// With a transfer of `bytes` joining the bulk stream at `at_s` and
     /// getting one packet in `share`.
+    /// With the connection's weight at `weight` while the joining transfer
+    /// lasts.
+    pub fn with_join_weight(mut self, weight: f64) -> FlowConfig {
+        self.join_weight = Some(weight);
+        self
+    }
+
+    /// With a transfer of `bytes` joining the stream at `at_s`, one packet
+    /// in `share` of the connection's.
     pub fn with_join(mut self, bytes: u64, at_s: f64, share: u32) -> FlowConfig {
         self.join_bytes = Some(bytes);
         self.join_at_s = Some(at_s);

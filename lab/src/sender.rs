@@ -255,6 +255,13 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// Changes the controller's weight while the connection runs, as a
+    /// server does when responses start and end; a controller without a
+    /// weight keeps its own.
+    pub fn set_weight(&mut self, weight: f64) {
+        let _ = self.controller.set_weight(weight);
+    }
+
     /// A sender with nothing sent yet.
     pub fn new(config: SenderConfig, controller: Box<dyn Controller>, data: Data) -> Sender {
         Sender {

@@ -99,6 +99,8 @@ pub struct Join {
     pub segments: u32,
     /// It gets one packet in this many.
     pub share: u32,
+    /// The connection's weight while it lasts, if it changes.
+    pub weight: Option<f64>,
 }
 
 /// One connection of a setup: a controller (none for CBR) on one path per

@@ -39,6 +39,7 @@ use crate::sender::Sender;
 use crate::sender::SenderConfig;
 use crate::sender::Transfer;
 use crate::sender::BULK;
+use crate::setup::Join;
 use crate::setup::Setup;
 use crate::setup::Traffic;
 use crate::Nanos;
@@ -279,6 +280,13 @@ impl Simulation {
         }
         if let Some(completion) = completed {
             transport.receiver.transfer = None;
+            // A joined transfer that raised the connection's weight hands it
+            // back when it completes.
+            if let Some(Traffic::Bulk { join: Some(Join { weight: Some(_), .. }) }) =
+                self.setup.connections.get(*connection as usize).map(|c| &c.traffic)
+            {
+                transport.sender.set_weight(transport.spec.weight());
+            }
             self.completions[*connection as usize].push(completion);
             if let Some(Traffic::Web { mean_off_seconds, .. }) =
                 self.setup.connections.get(*connection as usize).map(|c| &c.traffic)
@@ -419,6 +427,9 @@ impl Simulation {
         let Endpoint::Transport(transport) = &mut self.flows[flow_id as usize].endpoint else { return };
         transport.sender.data.transfer = Some(Transfer::new(join.segments));
         transport.sender.data.transfer_share = join.share;
+        if let Some(weight) = join.weight {
+            transport.sender.set_weight(weight);
+        }
         transport.receiver.transfer = Some(Segments::new(join.segments, now, bytes));
         self.try_send(flow_id);
     }

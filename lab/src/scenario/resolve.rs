@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use flowshare_controllers::grammar::MAX_WEIGHT;
 use flowshare_controllers::Spec;
 
 use super::error;
@@ -160,14 +161,22 @@ impl Scenario {
                             let at = range(&field("join_at_s"), at, 0.0, false, duration)?;
                             let share =
                                 range(&field("join_share"), flow.join_share.unwrap_or(1) as f64, 1.0, false, 1e6)?;
+                            let weight = flow
+                                .join_weight
+                                .map(|weight| range(&field("join_weight"), weight, 0.0, true, MAX_WEIGHT))
+                                .transpose()?;
                             Some(Join {
                                 at: nanos(at),
                                 segments: bytes.div_ceil(self.packet_bytes as u64) as u32,
                                 share: share as u32,
+                                weight,
                             })
                         }
                         _ => return Err(error(field("join_bytes"), "join_bytes and join_at_s go together")),
                     };
+                    if join.is_none() && flow.join_weight.is_some() {
+                        return Err(error(field("join_weight"), "needs a joining transfer (join_bytes, join_at_s)"));
+                    }
                     Traffic::Bulk { join }
                 }
                 "transfer" => {
