@@ -343,6 +343,40 @@ mod tests {
     }
 
     #[test]
+    fn a_scorecard_reads_back_to_the_same_bytes() {
+        // Floats that a parser without exact round trips reads one ulp off.
+        let sample = |fi| Sample {
+            fairness_index: fi,
+            weighted_loss_event_rate: 0.1 + 0.2,
+            standard_loss_event_rate: 1.0 / 3.0,
+            utilization: 0.9972782499999999,
+            trusted: true,
+        };
+        let samples = [sample(1.2786634769161633), sample(0.9796212447004203), sample(1e-300)];
+        let card = Scorecard {
+            kind: "lab".into(),
+            quick: true,
+            precision: 0.05,
+            tolerance: 0.1,
+            grid_groups: 1,
+            shard: Some(Shard { index: 0, count: 1 }),
+            groups: vec![GroupCard {
+                index: 0,
+                controller: "pa-multcp".into(),
+                peer: "cubic".into(),
+                path: "p".into(),
+                rate_mbps: 20.0,
+                rtt_ms: 40.0,
+                queue: "q".into(),
+                control: CellCard::new(1.0, &samples, None, 0.05, 0.1),
+                cells: vec![CellCard::new(1.0, &samples[..1], None, 0.05, 0.1)],
+            }],
+        };
+        let text = card.to_json().unwrap();
+        assert_eq!(Scorecard::from_json(&text).unwrap().to_json().unwrap(), text);
+    }
+
+    #[test]
     fn shards_merge_into_the_whole_grid_once_each() {
         let card = |shard: Option<Shard>, indexes: &[usize]| Scorecard {
             kind: "lab".into(),
