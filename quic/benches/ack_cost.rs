@@ -21,7 +21,8 @@ use criterion::Criterion;
 use flowshare_controllers::Spec;
 use flowshare_quic::cert;
 
-const SPECS: &[&str] = &["cubic", "reno", "multcp:n=1", "multcp:n=4", "pa-multcp:n=4", "multfrc:n=4", "ctcp"];
+const SPECS: &[&str] =
+    &["cubic", "reno", "multcp:n=1", "multcp:n=4", "pa-multcp:n=4", "mulcubic:n=4", "multfrc:n=4", "ctcp"];
 const STREAM: u64 = 3;
 
 struct Pipe {
