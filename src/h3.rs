@@ -20,8 +20,12 @@ use flowshare_interop::log;
 use flowshare_interop::log::Level;
 use flowshare_interop::policy::Overrides;
 use flowshare_interop::policy::PolicySource;
+use flowshare_interop::server::Limits;
+use flowshare_interop::server::RetryMode;
 use flowshare_interop::server::Server;
 use flowshare_interop::server::ServerConfig;
+use flowshare_interop::soak;
+use flowshare_interop::soak::SoakConfig;
 
 use crate::units;
 
@@ -86,6 +90,39 @@ pub struct ServeArgs {
     /// Concurrent request streams per connection (at most 1000).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
     max_streams: u64,
+    /// Address validation with Retry tokens: never, always, or auto (while
+    /// at least --retry-above connections are half open).
+    #[arg(long, default_value = "auto")]
+    retry: RetryMode,
+    /// Half-open connections from which on `--retry auto` asks for tokens.
+    #[arg(long, default_value_t = 100)]
+    retry_above: usize,
+    /// Half-open connections (handshake not complete) beyond which new
+    /// Initials are dropped.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    max_half_open: u64,
+    /// Open connections per client address beyond which its new Initials
+    /// are dropped.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_address: u64,
+    /// Drop connections whose handshake has not completed after this long.
+    #[arg(long, default_value = "10s", value_parser = units::duration)]
+    handshake_timeout: Duration,
+    /// Write qlogs from the first packet instead of from the end of the
+    /// handshake.
+    #[arg(long)]
+    qlog_handshakes: bool,
+    /// Write at most this many qlog files.
+    #[arg(long, default_value_t = 10_000)]
+    qlog_max_files: u64,
+    /// Let all qlog files together take at most this much (each ends at a
+    /// whole record).
+    #[arg(long, default_value = "1G", value_parser = units::bytes)]
+    qlog_max_bytes: u64,
+    /// Accept 0-RTT early data from clients that resume a session (GETs
+    /// only; uploads in early data get 425 Too Early).
+    #[arg(long)]
+    early_data: bool,
     /// Log level on stderr: error, warn, info, debug.
     #[arg(long, default_value = "info")]
     log_level: Level,
@@ -111,6 +148,19 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .with_environment(),
         upload_dir: args.upload_dir,
         max_streams: args.max_streams,
+        limits: Limits {
+            retry: match args.retry {
+                RetryMode::Above(_) => RetryMode::Above(args.retry_above),
+                mode => mode,
+            },
+            max_half_open: usize::try_from(args.max_half_open).unwrap_or(usize::MAX),
+            max_per_address: usize::try_from(args.max_connections_per_address).unwrap_or(usize::MAX),
+            handshake_timeout: args.handshake_timeout,
+            qlog_handshakes: args.qlog_handshakes,
+            qlog_max_files: args.qlog_max_files,
+            qlog_max_bytes: args.qlog_max_bytes,
+        },
+        early_data: args.early_data,
     };
     let mut server = Server::bind(config).map_err(|e| e.to_string())?;
     let policy = server.policy();
@@ -147,6 +197,14 @@ pub struct GetArgs {
     /// Open a new connection for each URL, one after the other.
     #[arg(long)]
     connection_per_url: bool,
+    /// Fetch the first URL, then the others on a second connection that
+    /// resumes the first one's TLS session.
+    #[arg(long)]
+    resume: bool,
+    /// Like --resume, sending the second connection's requests as 0-RTT
+    /// early data.
+    #[arg(long)]
+    early_data: bool,
     /// Send to this address instead of resolving the URLs' host (the URLs'
     /// host remains the TLS server name).
     #[arg(long)]
@@ -195,7 +253,7 @@ pub struct GetArgs {
 
 pub fn get(args: GetArgs) -> Result<(), String> {
     log::init(args.log_level, "client");
-    let cc: Spec = args.cc.parse().map_err(|e| format!("--cc: {e}"))?;
+    let cc: Spec = args.cc.parse().map_err(|e| log::one_line(&format!("--cc: {e}")))?;
     let fetch = Fetch {
         urls: args.urls,
         out: args.out,
@@ -203,6 +261,7 @@ pub fn get(args: GetArgs) -> Result<(), String> {
         protocol: args.alpn,
         connections: args.connections as usize,
         connection_per_url: args.connection_per_url,
+        resume: args.resume || args.early_data,
         bind: args.bind,
         connect: args.connect,
         sni: args.sni,
@@ -224,16 +283,19 @@ pub fn get(args: GetArgs) -> Result<(), String> {
         .with_environment(),
         time_limit: args.timeout,
         headers,
+        resume: args.resume || args.early_data,
+        early_data: args.early_data,
     };
     let print = |report: &RequestReport| {
         let verb = if report.upload { "PUT" } else { "GET" };
         let url = format!("https://{authority}{}", report.path);
         match &report.error {
             None => println!(
-                "{verb} {url}: {} bytes in {:.3} s, {:.2} Mbit/s",
+                "{verb} {url}: {} bytes in {:.3} s, {:.2} Mbit/s, first byte after {}",
                 report.bytes,
                 report.elapsed.as_secs_f64(),
-                report.bytes as f64 * 8.0 / report.elapsed.as_secs_f64().max(1e-9) / 1e6
+                report.bytes as f64 * 8.0 / report.elapsed.as_secs_f64().max(1e-9) / 1e6,
+                report.first_byte.map_or_else(|| "-".to_string(), |at| format!("{:.3} s", at.as_secs_f64()))
             ),
             Some(error) => println!("{verb} {url}: failed: {error}"),
         }
@@ -276,6 +338,29 @@ pub struct LoadtestArgs {
     /// Fail if the run takes longer.
     #[arg(long, default_value = "300s", value_parser = units::duration)]
     timeout: Duration,
+    /// Soak: repeat the load for this long, mixed with the abuse below,
+    /// sampling the server's memory and file descriptors.
+    #[arg(long, value_parser = units::duration)]
+    duration: Option<Duration>,
+    /// Soak: random datagrams per second.
+    #[arg(long, default_value_t = 200)]
+    garbage_rate: u32,
+    /// Soak: corrupted client Initials per second.
+    #[arg(long, default_value_t = 50)]
+    corrupt_rate: u32,
+    /// Soak: connections abandoned after their first flight, per second.
+    #[arg(long, default_value_t = 20)]
+    abandon_rate: u32,
+    /// Soak: how often to sample the server.
+    #[arg(long, default_value = "10s", value_parser = units::duration)]
+    sample_every: Duration,
+    /// Soak: how long to watch the server settle after the load.
+    #[arg(long, default_value = "60s", value_parser = units::duration)]
+    settle: Duration,
+    /// Soak: resident memory the server may keep above its baseline once
+    /// settled, MiB.
+    #[arg(long, default_value_t = 16)]
+    rss_slack_mib: u64,
 }
 
 pub fn loadtest(args: LoadtestArgs) -> Result<(), String> {
@@ -283,7 +368,7 @@ pub fn loadtest(args: LoadtestArgs) -> Result<(), String> {
     let mix = args
         .mix
         .iter()
-        .map(|entry| entry.parse::<MixEntry>().map_err(|e| format!("--mix: {e}")))
+        .map(|entry| entry.parse::<MixEntry>().map_err(|e| log::one_line(&format!("--mix: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
     let config = LoadConfig {
         binary: std::env::current_exe().map_err(|e| format!("finding the flowshare binary: {e}"))?,
@@ -294,6 +379,36 @@ pub fn loadtest(args: LoadtestArgs) -> Result<(), String> {
         protocol: args.alpn,
         time_limit: args.timeout,
     };
+    if let Some(duration) = args.duration {
+        let soak = SoakConfig {
+            load: config,
+            duration,
+            garbage_per_second: args.garbage_rate,
+            corrupt_per_second: args.corrupt_rate,
+            abandon_per_second: args.abandon_rate,
+            sample_every: args.sample_every,
+            settle: args.settle,
+        };
+        println!(
+            "flowshare loadtest: soak for {duration:?}: rounds of {} connections x {} requests of {} bytes, \
+             with {} random datagrams/s, {} corrupted Initials/s, {} abandoned connections/s",
+            soak.load.connections,
+            soak.load.requests,
+            soak.load.size,
+            soak.garbage_per_second,
+            soak.corrupt_per_second,
+            soak.abandon_per_second
+        );
+        let report = soak::run(&soak)?;
+        println!("{report}");
+        return if report.ok(args.rss_slack_mib * 1024) {
+            println!("result ok");
+            Ok(())
+        } else {
+            println!("result FAILED");
+            Err("the soak had errors, or memory or descriptors did not come back down".into())
+        };
+    }
     let mix: Vec<String> = config.mix.iter().map(ToString::to_string).collect();
     println!(
         "flowshare loadtest: {} connections x {} requests of {} bytes, controllers {}",

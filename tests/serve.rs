@@ -515,3 +515,87 @@ fn an_upload_runs_the_clients_controller_and_stores_every_byte() {
     assert!(updates.len() >= 2, "{} updates", updates.len());
     assert!(updates.iter().all(|update| update["algorithm"] == "multcp" && update["weight"] == 2.0));
 }
+
+/// The seconds `flowshare get` reports for `path`: (completion, first byte).
+fn request_times(stdout: &str, path: &str) -> (f64, f64) {
+    let line = stdout
+        .lines()
+        .find(|line| line.contains(&format!("/{path}: ")))
+        .unwrap_or_else(|| panic!("no line for {path} in {stdout}"));
+    let seconds = |after: &str| -> f64 {
+        let start = line.find(after).unwrap_or_else(|| panic!("no {after:?} in {line}")) + after.len();
+        line[start..].split_whitespace().next().and_then(|value| value.parse().ok()).expect("seconds")
+    };
+    (seconds(" bytes in "), seconds("first byte after "))
+}
+
+#[test]
+fn a_small_response_next_to_a_50_mb_one_completes_within_a_few_round_trips() {
+    // 100 Mbit/s with 10 ms each way: 50 MB take at least four seconds, a
+    // round trip is 20 ms. Both requests go out at once on one connection;
+    // before responses took turns, the 1 KB one finished with the 50 MB one.
+    let site = Site::new("serve-fair", &[("50m.bin", 50_000_000), ("1k.bin", 1_000)]);
+    let server = Server::start(site.serve_command(None));
+    let rate_bps = 100_000_000;
+    let delay = Duration::from_millis(10);
+    let link = Link::start(
+        LinkConfig { rate_bps, delay, queue_packets: LinkConfig::bdp_queue(rate_bps, delay, 1350) },
+        server.address.parse().expect("address"),
+    )
+    .expect("link");
+    let through_link = link.client_facing_addr().to_string();
+    let output =
+        get_command(&through_link, "localhost", &["50m.bin", "1k.bin"], &site.path("out"), &[]).output().expect("get");
+    assert_success(&output);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let (big, _) = request_times(&stdout, "50m.bin");
+    let (small, small_first_byte) = request_times(&stdout, "1k.bin");
+    assert!(std::fs::read(site.path("out/1k.bin")).expect("download") == pattern(1_000));
+    // "A few round trips": 25 of them leave room for a slow debug build on
+    // a busy machine, and are still a hundredth of the 50 MB transfer.
+    let round_trip = 2.0 * delay.as_secs_f64();
+    assert!(small < 25.0 * round_trip, "1 KB took {small} s ({} round trips): {stdout}", small / round_trip);
+    assert!(small_first_byte <= small);
+    assert!(big > 3.0, "the 50 MB response took {big} s, too fast for the comparison to mean anything");
+    drop(link);
+}
+
+#[test]
+fn no_file_outside_the_root_is_served_by_traversal_or_symbolic_link() {
+    use std::os::unix::fs::symlink;
+    let site = Site::new("serve-root", &[("inside.bin", 1_000)]);
+    std::fs::write(site.path("secret.bin"), b"outside the root").expect("secret");
+    symlink(site.path("secret.bin"), site.path("www/escape.bin")).expect("file link");
+    symlink(site.dir.path(), site.path("www/up")).expect("directory link");
+    symlink(site.path("www/inside.bin"), site.path("www/alias.bin")).expect("link within the root");
+    let server = Server::start(site.serve_command(None));
+
+    for protocol in ["h3", "hq-interop"] {
+        let out = site.path(&format!("out-{protocol}"));
+        let get = |path: &str| {
+            get_command(&server.address, "localhost", &[path], &out, &["--alpn", protocol]).output().expect("get")
+        };
+        assert_success(&get("alias.bin"));
+        assert!(std::fs::read(out.join("alias.bin")).expect("download") == pattern(1_000));
+        for path in ["escape.bin", "up/secret.bin", "../secret.bin", "%2e%2e/secret.bin", "www/../../secret.bin"] {
+            let output = get(path);
+            assert!(!output.status.success(), "{protocol} {path} was served");
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let expected = if protocol == "h3" { "HTTP status 404" } else { "reset the stream" };
+            assert!(stdout.contains(expected), "{protocol} {path}: {stdout}");
+        }
+    }
+}
+
+#[test]
+fn with_retry_always_flowshare_get_proves_its_address_and_is_served() {
+    let site = Site::new("serve-retry", &[("a.bin", 100_000)]);
+    let mut command = site.serve_command(None);
+    command.args(["--retry", "always"]);
+    let server = Server::start(command);
+    let output = get_command(&server.address, "localhost", &["a.bin"], &site.path("out"), &[]).output().expect("get");
+    assert_success(&output);
+    assert!(std::fs::read(site.path("out/a.bin")).expect("download") == pattern(100_000));
+    let accepted = wait_for(&server.stderr, "accepted connection", |line| line.contains("event=connection_accepted"));
+    assert!(accepted.contains("retried=true"), "{accepted}");
+}

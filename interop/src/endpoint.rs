@@ -7,12 +7,14 @@ use std::fs::OpenOptions;
 use std::io;
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event;
 use crate::io::MAX_DATAGRAM_SIZE;
 use crate::log::Level;
 use crate::qlog;
+use crate::qlog::QlogBudget;
 use crate::stats::Summary;
 
 /// Connection- and stream-level flow control windows offered to the peer.
@@ -85,7 +87,7 @@ impl EndpointOptions {
                     .map_err(|e| format!("SSLKEYLOGFILE {}: {e}", file.display()))
             })
             .transpose()?;
-        Ok(Reporting { role, qlog_dir: self.qlog_dir.clone(), keylog, stats: self.stats })
+        Ok(Reporting { role, qlog_dir: self.qlog_dir.clone(), qlog_budget: None, keylog, stats: self.stats })
     }
 }
 
@@ -95,26 +97,41 @@ impl EndpointOptions {
 pub struct Reporting {
     role: &'static str,
     qlog_dir: Option<PathBuf>,
+    /// Files and bytes the qlogs may still take (unlimited without).
+    qlog_budget: Option<Arc<QlogBudget>>,
     keylog: Option<File>,
     stats: bool,
 }
 
 impl Reporting {
-    /// Starts the qlog and the key log of a new connection whose short ID
-    /// is `id`; true when it has a qlog. A qlog that cannot be created is
-    /// logged and the connection goes on without one.
-    pub fn start(&self, quic: &mut quiche::Connection, id: &str) -> bool {
-        let mut qlog_enabled = false;
-        if let Some(dir) = &self.qlog_dir {
-            match qlog::start(quic, dir, self.role) {
-                Ok(()) => qlog_enabled = true,
-                Err(e) => event!(Level::Warn, "qlog_failed", conn = id, error = e),
-            }
-        }
+    /// Bounds the qlogs of every connection from now on to `files` files
+    /// and `bytes` bytes in all.
+    pub fn limit_qlog(&mut self, files: u64, bytes: u64) {
+        self.qlog_budget = Some(QlogBudget::new(files, bytes));
+    }
+
+    /// Starts the key log of a new connection whose short ID is `id`, and
+    /// its qlog if `qlog`; true when it has a qlog.
+    pub fn start(&self, quic: &mut quiche::Connection, id: &str, qlog: bool) -> bool {
         if let Some(file) = self.keylog.as_ref().and_then(|file| file.try_clone().ok()) {
             quic.set_keylog(Box::new(file));
         }
-        qlog_enabled
+        qlog && self.start_qlog(quic, id)
+    }
+
+    /// Starts the qlog of a connection (when it is established, for a
+    /// server that does not log handshakes); true when it has one. A qlog
+    /// that cannot be created, or is over the budget, is logged and the
+    /// connection goes on without one.
+    pub fn start_qlog(&self, quic: &mut quiche::Connection, id: &str) -> bool {
+        let Some(dir) = &self.qlog_dir else { return false };
+        match qlog::start(quic, dir, self.role, self.qlog_budget.as_ref()) {
+            Ok(()) => true,
+            Err(e) => {
+                event!(Level::Debug, "qlog_not_started", conn = id, error = e);
+                false
+            }
+        }
     }
 
     /// Prints the `--stats` line of a closed connection, if asked to.

@@ -156,8 +156,10 @@ impl fmt::Display for Url {
     }
 }
 
-/// The file under `root` that `path` names, refusing anything that would
-/// leave `root`. Directories resolve to their `index.html`.
+/// The file under `root` that `path` names, refusing any `..`, root or
+/// prefix component. Directories resolve to their `index.html`. This is
+/// the lexical check only: symbolic links can still lead out of `root`,
+/// which [`open_beneath`] refuses.
 pub fn resolve(root: &Path, path: &str) -> Option<PathBuf> {
     let path = path.split(['?', '#']).next().unwrap_or("");
     let relative = Path::new(path.trim_start_matches('/'));
@@ -169,6 +171,44 @@ pub fn resolve(root: &Path, path: &str) -> Option<PathBuf> {
         return Some(full.join("index.html"));
     }
     Some(full)
+}
+
+/// Opens the regular file `path` for reading if it lies beneath `root`
+/// after every symbolic link is resolved; `root` must be canonical
+/// ([`Path::canonicalize`]). The file is opened by its canonical path and
+/// with `O_NOFOLLOW`, so a link put in place after the check is refused
+/// too. Returns the file and its size.
+pub fn open_beneath(root: &Path, path: &Path) -> io::Result<(File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let canonical = path.canonicalize()?;
+    if !canonical.starts_with(root) {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "outside the root"));
+    }
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&canonical)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok((file, metadata.len()))
+}
+
+/// Creates (or truncates) the file `path` for writing if its directory lies
+/// beneath `root` after every symbolic link is resolved (`root` canonical);
+/// a symbolic link in the file's own place is refused (`O_NOFOLLOW`).
+pub fn create_beneath(root: &Path, path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let refused = || io::Error::new(io::ErrorKind::PermissionDenied, "outside the root");
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return Err(refused()) };
+    let parent = parent.canonicalize()?;
+    if !parent.starts_with(root) {
+        return Err(refused());
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(parent.join(name))
 }
 
 /// Size of the chunks a file body is read in.
@@ -276,6 +316,52 @@ mod tests {
         assert_eq!(resolve(root, "/../etc/passwd"), None);
         assert_eq!(resolve(root, "/a/../../etc/passwd"), None);
         assert_eq!(resolve(root, "/a/./b"), Some(PathBuf::from("/srv/www/a/b")), "'.' components are dropped by Path");
+    }
+
+    /// A root with a file, a directory, and symbolic links pointing inside
+    /// and outside it, next to a secret outside the root.
+    fn linked_root() -> (flowshare_quic::cert::ScratchDir, PathBuf) {
+        use std::os::unix::fs::symlink;
+        let dir = flowshare_quic::cert::ScratchDir::new("root-test").unwrap();
+        let root = dir.path().join("www");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/inside.txt"), b"inside").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), b"secret").unwrap();
+        symlink(dir.path().join("secret.txt"), root.join("escape.txt")).unwrap();
+        symlink(dir.path(), root.join("up")).unwrap();
+        symlink(root.join("sub/inside.txt"), root.join("alias.txt")).unwrap();
+        let root = root.canonicalize().unwrap();
+        (dir, root)
+    }
+
+    fn read_beneath(root: &Path, path: &str) -> Option<String> {
+        let candidate = resolve(root, path)?;
+        let (mut file, _) = open_beneath(root, &candidate).ok()?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).ok()?;
+        Some(text)
+    }
+
+    #[test]
+    fn symbolic_links_out_of_the_root_are_refused_and_links_within_it_served() {
+        let (_dir, root) = linked_root();
+        assert_eq!(read_beneath(&root, "/sub/inside.txt").as_deref(), Some("inside"));
+        assert_eq!(read_beneath(&root, "/alias.txt").as_deref(), Some("inside"), "a link within the root");
+        assert_eq!(read_beneath(&root, "/escape.txt"), None, "a link to a file outside");
+        assert_eq!(read_beneath(&root, "/up/secret.txt"), None, "a link to a directory outside");
+        assert_eq!(read_beneath(&root, "/../secret.txt"), None, "traversal");
+        assert_eq!(read_beneath(&root, "/sub/../../secret.txt"), None, "traversal through a directory");
+        assert_eq!(read_beneath(&root, "/sub"), None, "a directory without index.html");
+    }
+
+    #[test]
+    fn uploads_cannot_be_written_through_links_out_of_the_root() {
+        let (dir, root) = linked_root();
+        assert!(create_beneath(&root, &root.join("sub/new.bin")).is_ok());
+        assert!(create_beneath(&root, &root.join("up/new.bin")).is_err(), "a directory link outside");
+        assert!(create_beneath(&root, &root.join("escape.txt")).is_err(), "a file link (O_NOFOLLOW)");
+        assert_eq!(std::fs::read(dir.path().join("secret.txt")).unwrap(), b"secret");
+        assert!(!dir.path().join("new.bin").exists());
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //!   TLS handshake;
 //! * [`client`]: downloads and uploads over one or several connections;
 //! * [`loadtest`]: many concurrent connections against a server;
+//! * [`soak`]: the load test for minutes, mixed with garbage, corrupted
+//!   Initials and abandoned connections, watching the server's memory;
 //! * [`qlog`], [`stats`], [`log`]: what the endpoints report;
 //! * [`endpoint`], [`http`], [`io`]: what both endpoints share (transport
 //!   settings and reporting options, requests, sockets).
@@ -25,5 +27,9 @@ pub mod log;
 pub mod policy;
 pub mod qlog;
 pub mod server;
+pub mod soak;
 pub mod stats;
 pub mod weight;
+
+#[cfg(test)]
+mod testing;

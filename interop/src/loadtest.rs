@@ -175,8 +175,8 @@ impl fmt::Display for LoadReport {
 }
 
 /// The server child process, killed when dropped.
-struct ServerProcess {
-    child: Child,
+pub(crate) struct ServerProcess {
+    pub(crate) child: Child,
     lines: mpsc::Receiver<String>,
 }
 
@@ -188,7 +188,7 @@ impl Drop for ServerProcess {
 }
 
 /// CPU time (user + system) of process `pid` from /proc.
-fn cpu_time(pid: &str) -> Result<Duration, String> {
+pub(crate) fn cpu_time(pid: &str) -> Result<Duration, String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
     // Fields after the command name, which is in parentheses and may hold spaces.
     let after = stat.rsplit_once(')').map(|(_, rest)| rest).ok_or("unreadable /proc stat")?;
@@ -211,10 +211,19 @@ fn write_policy(dir: &Path, mix: &[MixEntry]) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-fn start_server(binary: &Path, dir: &Path, policy: &Path) -> Result<(ServerProcess, SocketAddr), String> {
+fn start_server(
+    binary: &Path,
+    dir: &Path,
+    policy: &Path,
+    connections: usize,
+) -> Result<(ServerProcess, SocketAddr), String> {
     let log = std::fs::File::create(dir.join("server.log")).map_err(|e| format!("server log: {e}"))?;
+    // Every connection comes from 127.0.0.1, all at once: the limits on
+    // half-open connections and connections per address must let them in.
+    let allowed = (2 * connections + 16).max(1000).to_string();
     let mut child = Command::new(binary)
         .args(["serve", "--listen", "127.0.0.1:0", "--stats", "--log-level", "warn"])
+        .args(["--max-half-open", &allowed, "--max-connections-per-address", &allowed])
         .arg("--root")
         .arg(dir.join("www"))
         .arg("--cert")
@@ -248,26 +257,51 @@ fn start_server(binary: &Path, dir: &Path, policy: &Path) -> Result<(ServerProce
     Ok((server, address))
 }
 
+/// A load test's server and what its clients ask of it.
+pub(crate) struct Bench {
+    /// The root, certificate and policy (removed when dropped).
+    _scratch: ScratchDir,
+    pub(crate) server: ServerProcess,
+    pub(crate) address: SocketAddr,
+    pub(crate) server_pid: String,
+}
+
+impl Bench {
+    /// Writes the root, certificate and policy and starts the server.
+    pub(crate) fn start(config: &LoadConfig) -> Result<Bench, String> {
+        if config.mix.is_empty() || config.connections == 0 || config.requests == 0 {
+            return Err("the load test needs at least one controller, connection and request".into());
+        }
+        let scratch = ScratchDir::new("loadtest").map_err(|e| e.to_string())?;
+        let dir = scratch.path();
+        std::fs::create_dir_all(dir.join("www")).map_err(|e| e.to_string())?;
+        let content: Vec<u8> = (0..config.size).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.join("www").join("file.bin"), &content).map_err(|e| e.to_string())?;
+        flowshare_quic::cert::write_self_signed(dir, &["*.load.test".to_string(), "localhost".to_string()])
+            .map_err(|e| e.to_string())?;
+        let policy = write_policy(dir, &config.mix)?;
+        let (server, address) = start_server(&config.binary, dir, &policy, config.connections)?;
+        let server_pid = server.child.id().to_string();
+        Ok(Bench { _scratch: scratch, server, address, server_pid })
+    }
+}
+
 /// Runs the load test, printing progress to stderr.
 pub fn run(config: &LoadConfig) -> Result<LoadReport, String> {
-    if config.mix.is_empty() || config.connections == 0 || config.requests == 0 {
-        return Err("the load test needs at least one controller, connection and request".into());
-    }
-    let scratch = ScratchDir::new("loadtest").map_err(|e| e.to_string())?;
-    let dir = scratch.path();
-    std::fs::create_dir_all(dir.join("www")).map_err(|e| e.to_string())?;
-    let content: Vec<u8> = (0..config.size).map(|i| (i % 251) as u8).collect();
-    std::fs::write(dir.join("www").join("file.bin"), &content).map_err(|e| e.to_string())?;
-    flowshare_quic::cert::write_self_signed(dir, &["*.load.test".to_string(), "localhost".to_string()])
-        .map_err(|e| e.to_string())?;
-    let policy = write_policy(dir, &config.mix)?;
-    let (server, address) = start_server(&config.binary, dir, &policy)?;
-    let server_pid = server.child.id().to_string();
+    let bench = Bench::start(config)?;
     eprintln!(
-        "loadtest: server pid {server_pid} on {address}; {} connections x {} requests of {} bytes",
-        config.connections, config.requests, config.size
+        "loadtest: server pid {} on {}; {} connections x {} requests of {} bytes",
+        bench.server_pid, bench.address, config.connections, config.requests, config.size
     );
+    let report = round(&bench, config, true);
+    drop(bench);
+    report
+}
 
+/// One round of the load test against `bench`'s server: every connection
+/// at once, until all have closed and the server has reported them.
+pub(crate) fn round(bench: &Bench, config: &LoadConfig, progress: bool) -> Result<LoadReport, String> {
+    let (address, server_pid, server) = (bench.address, &bench.server_pid, &bench.server);
     let plans: Vec<Plan> = (0..config.connections)
         .map(|index| {
             let name = format!("m{}.load.test", index % config.mix.len());
@@ -290,9 +324,11 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, String> {
         endpoint: EndpointOptions { qlog_dir: None, keylog: None, stats: false, idle_timeout: Duration::from_secs(30) },
         time_limit: config.time_limit,
         headers: Vec::new(),
+        resume: false,
+        early_data: false,
     };
 
-    let server_cpu_before = cpu_time(&server_pid)?;
+    let server_cpu_before = cpu_time(server_pid)?;
     let client_cpu_before = cpu_time("self")?;
     let started = Instant::now();
     let total = config.connections * config.requests;
@@ -300,7 +336,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, String> {
     let mut last_progress = Instant::now();
     let reports = client::run(&client_config, plans, |_| {
         done += 1;
-        if last_progress.elapsed() >= Duration::from_secs(1) {
+        if progress && last_progress.elapsed() >= Duration::from_secs(1) {
             eprintln!("loadtest: {done}/{total} requests after {:.1} s", started.elapsed().as_secs_f64());
             last_progress = Instant::now();
         }
@@ -320,8 +356,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, String> {
             server_errors += 1;
         }
     }
-    let server_cpu = cpu_time(&server_pid)?.saturating_sub(server_cpu_before);
-    drop(server);
+    let server_cpu = cpu_time(server_pid)?.saturating_sub(server_cpu_before);
 
     let mut errors: Vec<String> = Vec::new();
     let mut failed_requests = 0;

@@ -113,6 +113,20 @@ pub(crate) fn push_value(line: &mut String, value: &str) {
     line.push('"');
 }
 
+/// `text` with its control characters escaped (`\n`, `\u{1b}`, ...), so
+/// that a message echoing what a user or a peer wrote stays on one line.
+pub fn one_line(text: &str) -> String {
+    let mut line = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
+}
+
 /// Logs an event: `event!(Level::Info, "connection_accepted", conn = id, peer = addr)`.
 #[macro_export]
 macro_rules! event {
@@ -126,6 +140,12 @@ macro_rules! event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_escapes_control_characters_only() {
+        assert_eq!(one_line("cc \"a\nb\"\t:x"), "cc \"a\\nb\"\\t:x");
+        assert_eq!(one_line("plain: text"), "plain: text");
+    }
 
     #[test]
     fn values_with_spaces_quotes_or_equals_are_quoted_and_escaped() {

@@ -12,11 +12,19 @@
 //!   last one written. Endpoints check after each batch of received and
 //!   sent packets, not per packet, so one event stands for a batch;
 //! * `flowshare:weight_updated`: a weight change and why.
+//!
+//! A server facing the open Internet bounds what its qlogs may take
+//! ([`QlogBudget`]): a number of files and a number of bytes for all of
+//! them together. A file stops at the first record that starts after the
+//! bytes ran out, so every file ends with a whole record.
 
 use std::fs::File;
 use std::io;
 use std::io::BufWriter;
 use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use flowshare_controllers as controller;
 use flowshare_controllers::Snapshot;
@@ -26,16 +34,85 @@ use serde_json::json;
 use serde_json::Map;
 use serde_json::Value;
 
-/// Starts the qlog of `conn` in `dir`, named after its source connection ID.
-pub fn start(conn: &mut quiche::Connection, dir: &Path, role: &str) -> io::Result<()> {
+/// Starts the qlog of `conn` in `dir`, named after its source connection
+/// ID, within `budget` if there is one.
+pub fn start(
+    conn: &mut quiche::Connection,
+    dir: &Path,
+    role: &str,
+    budget: Option<&Arc<QlogBudget>>,
+) -> io::Result<()> {
+    if let Some(budget) = budget {
+        if !budget.take_file() {
+            return Err(io::Error::other("the qlog budget (files or bytes) is spent"));
+        }
+    }
     let id = hex(conn.source_id().as_ref());
-    let file = File::create(dir.join(format!("{role}-{id}.sqlog")))?;
-    conn.set_qlog(
-        Box::new(BufWriter::new(file)),
-        format!("flowshare-{role} qlog"),
-        format!("flowshare-{role} qlog id={id}"),
-    );
+    let file = BufWriter::new(File::create(dir.join(format!("{role}-{id}.sqlog")))?);
+    let writer: Box<dyn io::Write + Send + Sync> = match budget {
+        Some(budget) => Box::new(Budgeted { inner: file, budget: Arc::clone(budget), stopped: false }),
+        None => Box::new(file),
+    };
+    conn.set_qlog(writer, format!("flowshare-{role} qlog"), format!("flowshare-{role} qlog id={id}"));
     Ok(())
+}
+
+/// What the qlogs of an endpoint may still take.
+#[derive(Debug)]
+pub struct QlogBudget {
+    files: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl QlogBudget {
+    /// At most `files` files and `bytes` bytes in all.
+    pub fn new(files: u64, bytes: u64) -> Arc<QlogBudget> {
+        Arc::new(QlogBudget { files: AtomicU64::new(files), bytes: AtomicU64::new(bytes) })
+    }
+
+    /// Takes one file, if files and bytes are left.
+    fn take_file(&self) -> bool {
+        self.bytes.load(Ordering::Relaxed) > 0
+            && self.files.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1)).is_ok()
+    }
+
+    /// Takes `n` bytes (or what is left); false if none were left.
+    fn take_bytes(&self, n: u64) -> bool {
+        self.bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| (left > 0).then(|| left.saturating_sub(n)))
+            .is_ok()
+    }
+}
+
+/// JSON-SEQ record separator (RFC 7464), which qlog writes on its own
+/// before each record.
+const RECORD_SEPARATOR: u8 = 0x1e;
+
+/// A qlog file that stops, at a record boundary, once the budget is spent.
+struct Budgeted {
+    inner: BufWriter<File>,
+    budget: Arc<QlogBudget>,
+    stopped: bool,
+}
+
+impl io::Write for Budgeted {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.stopped {
+            return Ok(buf.len());
+        }
+        let record_starts = buf.first() == Some(&RECORD_SEPARATOR);
+        if !self.budget.take_bytes(buf.len() as u64) && record_starts {
+            self.stopped = true;
+            self.inner.flush()?;
+            return Ok(buf.len());
+        }
+        self.inner.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Adds a custom event to `conn`'s qlog, if it has one.
@@ -58,6 +135,11 @@ impl ControllerTrace {
     /// A trace that writes only if `enabled` (the connection has a qlog).
     pub fn new(enabled: bool) -> Self {
         ControllerTrace { enabled, last: None }
+    }
+
+    /// Starts writing: the connection's qlog has begun.
+    pub fn enable(&mut self) {
+        self.enabled = true;
     }
 
     /// Compares the controller's state with the last one written, and
@@ -118,6 +200,35 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spent_budget_stops_every_file_at_a_record_boundary_and_refuses_new_files() {
+        use std::io::Write as _;
+        let dir = flowshare_quic::cert::ScratchDir::new("qlog-budget").unwrap();
+        let budget = QlogBudget::new(2, 25);
+        assert!(budget.take_file());
+        let path = dir.path().join("a.sqlog");
+        let mut file = Budgeted {
+            inner: BufWriter::new(File::create(&path).unwrap()),
+            budget: Arc::clone(&budget),
+            stopped: false,
+        };
+        for record in ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}", "{\"n\":4}"] {
+            // As the qlog streamer writes: separator, record, newline.
+            file.write_all(&[RECORD_SEPARATOR]).unwrap();
+            file.write_all(record.as_bytes()).unwrap();
+            file.write_all(b"\n").unwrap();
+        }
+        file.flush().unwrap();
+        // 9 bytes a record: the third one starts with 7 bytes left and is
+        // written whole; the fourth finds none and is not written.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "\u{1e}{\"n\":1}\n\u{1e}{\"n\":2}\n\u{1e}{\"n\":3}\n");
+        assert!(!budget.take_file(), "no bytes left, so no new file");
+        assert!(QlogBudget::new(1, 100).take_file());
+        let one = QlogBudget::new(1, 100);
+        assert!(one.take_file());
+        assert!(!one.take_file(), "one file only");
+    }
 
     #[test]
     fn snapshot_events_leave_out_what_the_algorithm_does_not_have() {

@@ -1,7 +1,7 @@
 //! The `--stats` line an endpoint prints on stdout when a connection closes:
 //!
 //! ```text
-//! stats role=server conn=5d1c0e2f peer=127.0.0.1:40112 sni=fast.test alpn=h3 cc=multcp:n=4 matched="rule 1 (policy.toml:7)" duration_s=1.532 bytes_sent=20514127 bytes_received=201344 packets_sent=15230 packets_lost=12 cwnd=187300 loss_events=3 rtt_ms=0.41 weight=4 error=-
+//! stats role=server conn=5d1c0e2f peer=127.0.0.1:40112 sni=fast.test alpn=h3 cc=multcp:n=4 matched="rule 1 (policy.toml:7)" duration_s=1.532 bytes_sent=20514127 bytes_received=201344 packets_sent=15230 packets_lost=12 cwnd=187300 loss_events=3 rtt_ms=0.41 weight=4 resumed=no error=-
 //! ```
 //!
 //! One line, `key=value`, so scripts and tests can read it. `loss_events`
@@ -49,6 +49,8 @@ pub struct Summary {
     pub rtt: Duration,
     /// Final weight of a weighted controller.
     pub weight: Option<f64>,
+    /// Whether the TLS session was resumed.
+    pub resumed: bool,
     /// Why the connection failed, if it did.
     pub error: Option<String>,
 }
@@ -83,6 +85,7 @@ impl Summary {
             loss_events: controller.map(|controller| controller.controller().counters().loss_events),
             rtt: path.as_ref().map_or(Duration::ZERO, |path| path.rtt),
             weight: snapshot.and_then(|snapshot| snapshot.weight),
+            resumed: conn.is_resumed(),
             error: connection_error(conn),
         }
     }
@@ -137,6 +140,7 @@ impl fmt::Display for Summary {
         field("loss_events", &dash(self.loss_events.map(|n| n.to_string())));
         field("rtt_ms", &format_args!("{:.2}", self.rtt.as_secs_f64() * 1e3));
         field("weight", &dash(self.weight.map(|w| w.to_string())));
+        field("resumed", &if self.resumed { "yes" } else { "no" });
         field("error", &dash(self.error.clone()));
         write!(f, "stats{line}")
     }

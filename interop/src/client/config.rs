@@ -29,6 +29,11 @@ pub struct ClientConfig {
     pub time_limit: Duration,
     /// Extra request headers (HTTP/3 only).
     pub headers: Vec<(String, String)>,
+    /// Each batch of connections resumes the TLS session of the batch
+    /// before (the interop runner's resumption test case).
+    pub resume: bool,
+    /// Send requests as 0-RTT early data when resuming (zerortt).
+    pub early_data: bool,
 }
 
 impl ClientConfig {
@@ -40,6 +45,9 @@ impl ClientConfig {
         self.endpoint.configure(&mut quiche_config);
         quiche_config.set_initial_max_streams_bidi(INITIAL_MAX_STREAMS_BIDI);
         quiche_config.verify_peer(!self.insecure);
+        if self.early_data {
+            quiche_config.enable_early_data();
+        }
         if let Some(ca) = &self.ca {
             quiche_config
                 .load_verify_locations_from_file(&ca.to_string_lossy())

@@ -20,6 +20,7 @@ use super::config::ClientConfig;
 use super::plan::Plan;
 use super::plan::Request;
 use super::plan::Sink;
+use super::request_line::RequestLine;
 use crate::endpoint::Reporting;
 use crate::event;
 use crate::http::Body;
@@ -44,6 +45,9 @@ pub struct RequestReport {
     pub bytes: u64,
     /// From sending the request to the end of the response.
     pub elapsed: Duration,
+    /// From sending the request to the first byte of the response (its
+    /// HTTP/3 headers, or hq-interop's first body byte).
+    pub first_byte: Option<Duration>,
     /// Why it failed.
     pub error: Option<String>,
 }
@@ -57,6 +61,8 @@ pub struct ConnectionReport {
     pub summary: Summary,
     /// Time to complete the handshake.
     pub handshake: Option<Duration>,
+    /// The TLS session, for a later connection to resume.
+    pub session: Option<Vec<u8>>,
 }
 
 impl ConnectionReport {
@@ -85,6 +91,8 @@ struct Transfer {
     status: Option<u16>,
     content_length: Option<u64>,
     started: Option<Instant>,
+    first_byte: Option<Instant>,
+    finished: Option<Instant>,
     done: bool,
     error: Option<String>,
 }
@@ -105,6 +113,9 @@ pub(super) struct ClientConn {
     /// Transfers done.
     completed: usize,
     next_hq_stream: u64,
+    /// An hq-interop request line quiche has taken only part of; later
+    /// requests wait until it is all sent.
+    hq_unsent: Option<RequestLine>,
     created: Instant,
     handshake: Option<Duration>,
     sender: PacedSender,
@@ -126,6 +137,7 @@ impl ClientConn {
         quiche_config: &mut quiche::Config,
         poll: &Poll,
         reporting: &Reporting,
+        session: Option<&[u8]>,
     ) -> Result<ClientConn, String> {
         let mut socket = crate::io::bind(plan.local).map_err(|e| format!("binding {}: {e}", plan.local))?;
         let local = socket.local_addr().map_err(|e| format!("socket: {e}"))?;
@@ -133,8 +145,11 @@ impl ClientConn {
         let scid = flowshare_quic::random_connection_id().map_err(|e| e.to_string())?;
         let mut quic = quiche::connect(plan.server_name.as_deref(), &scid, local, plan.server, quiche_config)
             .map_err(|e| format!("connecting to {}: {e}", plan.server))?;
+        if let Some(session) = session {
+            quic.set_session(session).map_err(|e| format!("resuming the TLS session: {e}"))?;
+        }
         let id = qlog::hex(&scid.as_ref()[..4]);
-        let qlog_enabled = reporting.start(&mut quic, &id);
+        let qlog_enabled = reporting.start(&mut quic, &id, true);
         qlog::event(
             &mut quic,
             "flowshare:controller_selected",
@@ -161,6 +176,8 @@ impl ClientConn {
                 status: None,
                 content_length: None,
                 started: None,
+                first_byte: None,
+                finished: None,
                 done: false,
                 error: None,
             })
@@ -178,6 +195,7 @@ impl ClientConn {
             next: 0,
             completed: 0,
             next_hq_stream: 0,
+            hq_unsent: None,
             created: Instant::now(),
             handshake: None,
             sender: PacedSender::default(),
@@ -272,14 +290,20 @@ impl ClientConn {
     }
 
     fn step(&mut self, config: &ClientConfig, on_request: &mut impl FnMut(&RequestReport)) {
-        if matches!(self.app, App::Handshaking) && self.quic.is_established() {
+        if self.handshake.is_none() && self.quic.is_established() {
             self.handshake = Some(self.created.elapsed());
             event!(
                 Level::Info,
                 "connection_established",
                 conn = self.id,
-                handshake_ms = format_args!("{:.1}", self.created.elapsed().as_secs_f64() * 1e3)
+                handshake_ms = format_args!("{:.1}", self.created.elapsed().as_secs_f64() * 1e3),
+                resumed = self.quic.is_resumed()
             );
+        }
+        // Requests start once the handshake is done, or right away as 0-RTT
+        // early data when resuming a session that allows it.
+        let ready = self.quic.is_established() || (config.early_data && self.quic.is_in_early_data());
+        if matches!(self.app, App::Handshaking) && ready {
             self.app = match config.protocol {
                 Protocol::H3 => match quiche::h3::Config::new()
                     .and_then(|h3| quiche::h3::Connection::with_transport(&mut self.quic, &h3))
@@ -310,6 +334,19 @@ impl ClientConn {
     }
 
     fn send_requests(&mut self, config: &ClientConfig, on_request: &mut impl FnMut(&RequestReport)) {
+        if let Some(line) = &mut self.hq_unsent {
+            match line.write(&mut self.quic) {
+                Ok(true) => self.hq_unsent = None,
+                Ok(false) => return,
+                Err(e) => {
+                    let stream = line.stream();
+                    self.hq_unsent = None;
+                    if let Some(&index) = self.streams.get(&stream) {
+                        self.complete(index, Some(format!("sending the request: {e}")), on_request);
+                    }
+                }
+            }
+        }
         while self.next < self.transfers.len() && self.quic.peer_streams_left_bidi() > 0 {
             let index = self.next;
             let transfer = &mut self.transfers[index];
@@ -335,6 +372,10 @@ impl ClientConn {
                     for (name, value) in &config.headers {
                         headers.push(quiche::h3::Header::new(name.as_bytes(), value.as_bytes()));
                     }
+                    // quiche writes a HEADERS frame whole or not at all
+                    // (StreamBlocked, nothing sent), so a blocked request
+                    // is simply asked again later; bodies go through
+                    // `Body::consume` with what quiche took.
                     match h3.send_request(&mut self.quic, &headers, transfer.upload.is_none()) {
                         Ok(stream) => stream,
                         Err(
@@ -350,13 +391,18 @@ impl ClientConn {
                 }
                 App::Hq => {
                     let stream = self.next_hq_stream;
-                    let line = format!("GET {}\r\n", transfer.request.path);
-                    match self.quic.stream_send(stream, line.as_bytes(), true) {
-                        Ok(written) if written == line.len() => {
+                    let mut line = RequestLine::new(stream, &transfer.request.path);
+                    match line.write(&mut self.quic) {
+                        Ok(complete) => {
+                            // The stream is this request's from now on,
+                            // however little of the line quiche took.
                             self.next_hq_stream += 4;
+                            if !complete {
+                                self.hq_unsent = Some(line);
+                            }
                             stream
                         }
-                        Ok(_) | Err(quiche::Error::Done | quiche::Error::StreamLimit) => return,
+                        Err(quiche::Error::StreamLimit) => return,
                         Err(e) => {
                             self.next += 1;
                             self.complete(index, Some(format!("sending the request: {e}")), on_request);
@@ -377,6 +423,9 @@ impl ClientConn {
                 stream = stream,
                 path = self.transfers[index].request.path
             );
+            if self.hq_unsent.is_some() {
+                return;
+            }
         }
     }
 
@@ -436,6 +485,7 @@ impl ClientConn {
             match event {
                 quiche::h3::Event::Headers { list, more_frames } => {
                     let transfer = &mut self.transfers[index];
+                    transfer.first_byte.get_or_insert_with(Instant::now);
                     for header in &list {
                         match header.name() {
                             b":status" => {
@@ -484,6 +534,9 @@ impl ClientConn {
                 match self.quic.stream_recv(stream, &mut self.scratch) {
                     Ok((len, fin)) => {
                         let transfer = &mut self.transfers[index];
+                        if len > 0 {
+                            transfer.first_byte.get_or_insert_with(Instant::now);
+                        }
                         transfer.bytes += len as u64;
                         if let Some(out) = &mut transfer.out {
                             if let Err(e) = out.write_all(&self.scratch[..len]) {
@@ -544,6 +597,7 @@ impl ClientConn {
             return;
         }
         transfer.done = true;
+        transfer.finished = Some(Instant::now());
         transfer.error = error;
         transfer.out = None;
         self.completed += 1;
@@ -569,7 +623,12 @@ impl ClientConn {
             path: transfer.request.path.clone(),
             upload: transfer.request.upload.is_some(),
             bytes,
-            elapsed: transfer.started.map_or(Duration::ZERO, |started| started.elapsed()),
+            elapsed: match (transfer.started, transfer.finished) {
+                (Some(started), Some(finished)) => finished - started,
+                (Some(started), None) => started.elapsed(),
+                (None, _) => Duration::ZERO,
+            },
+            first_byte: transfer.started.zip(transfer.first_byte).map(|(started, first)| first - started),
             error: transfer.error.clone(),
         }
     }
@@ -607,6 +666,7 @@ impl ClientConn {
             requests: (0..self.transfers.len()).map(|index| self.report(index)).collect(),
             summary,
             handshake: self.handshake,
+            session: self.quic.session().map(<[u8]>::to_vec),
         }
     }
 }

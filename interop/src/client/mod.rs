@@ -15,6 +15,7 @@
 mod config;
 mod connection;
 mod plan;
+mod request_line;
 
 use std::time::Duration;
 use std::time::Instant;
@@ -42,6 +43,17 @@ const MAX_IDLE_WAIT: Duration = Duration::from_millis(500);
 pub fn run(
     config: &ClientConfig,
     plans: Vec<Plan>,
+    on_request: impl FnMut(&RequestReport),
+) -> Result<Vec<ConnectionReport>, String> {
+    resume(config, plans, None, on_request)
+}
+
+/// Runs the plans' connections as [`run`] does, each resuming the TLS
+/// session `session` (from an earlier connection's report) if given.
+pub fn resume(
+    config: &ClientConfig,
+    plans: Vec<Plan>,
+    session: Option<&[u8]>,
     mut on_request: impl FnMut(&RequestReport),
 ) -> Result<Vec<ConnectionReport>, String> {
     let mut quiche_config = config.quiche_config()?;
@@ -49,7 +61,7 @@ pub fn run(
     let mut poll = Poll::new().map_err(|e| format!("poll: {e}"))?;
     let mut conns = Vec::with_capacity(plans.len());
     for (index, plan) in plans.into_iter().enumerate() {
-        conns.push(ClientConn::connect(index, plan, config, &mut quiche_config, &poll, &reporting)?);
+        conns.push(ClientConn::connect(index, plan, config, &mut quiche_config, &poll, &reporting, session)?);
     }
 
     let mut events = Events::with_capacity(1024);
@@ -103,13 +115,16 @@ pub fn run_batches(
 ) -> Result<Totals, String> {
     let started = Instant::now();
     let mut totals = Totals { connections: 0, failures: 0, bytes: 0, elapsed: Duration::ZERO };
+    let mut session = None;
     for plans in batches {
         totals.connections += plans.len();
-        for report in run(config, plans, &mut on_request)? {
+        let resumed = if config.resume { session.take() } else { None };
+        for report in resume(config, plans, resumed.as_deref(), &mut on_request)? {
             for request in &report.requests {
                 totals.bytes += request.bytes;
                 totals.failures += usize::from(request.error.is_some());
             }
+            session = session.or(report.session);
         }
     }
     totals.elapsed = started.elapsed();

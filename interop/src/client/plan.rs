@@ -60,6 +60,9 @@ pub struct Fetch {
     pub connections: usize,
     /// Open a new connection for each URL, one after the other, instead.
     pub connection_per_url: bool,
+    /// Fetch the first URL on one connection, then the rest on a second
+    /// connection that resumes the first one's TLS session.
+    pub resume: bool,
     /// Local addresses for the connections, in turn; none for any.
     pub bind: Vec<SocketAddr>,
     /// Send to this address instead of resolving the URLs' host.
@@ -133,7 +136,13 @@ impl Fetch {
             authority: first.authority(),
             requests,
         };
-        let batches: Vec<Vec<Plan>> = if self.connection_per_url {
+        let batches: Vec<Vec<Plan>> = if self.resume {
+            if requests.len() < 2 {
+                return Err("--resume needs at least two URLs: one to start the session, one to resume it".into());
+            }
+            let rest = requests.split_off(1);
+            vec![vec![plan(0, requests)], vec![plan(1, rest)]]
+        } else if self.connection_per_url {
             requests.into_iter().enumerate().map(|(index, request)| vec![plan(index, vec![request])]).collect()
         } else {
             let connections = self.connections.min(requests.len()).max(1);

@@ -85,10 +85,13 @@ pub struct PolicyError {
 }
 
 impl fmt::Display for PolicyError {
+    /// One line, whatever the file holds: control characters that a reason
+    /// echoes from the file (a spec with `\n` in it) are escaped.
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let reason = crate::log::one_line(&self.reason);
         match self.line {
-            Some(line) => write!(f, "{}:{}: {}", self.source, line, self.reason),
-            None => write!(f, "{}: {}", self.source, self.reason),
+            Some(line) => write!(f, "{}:{}: {}", self.source, line, reason),
+            None => write!(f, "{}: {}", self.source, reason),
         }
     }
 }
@@ -424,6 +427,11 @@ weight = 0.25
             let error = parse(text).unwrap_err().to_string();
             assert_eq!(error, expected);
         }
+        // Found by fuzzing (fuzz/fuzz_targets/policy.rs): a spec whose
+        // field names hold a newline, which the spec error echoes raw.
+        let error = parse("[default]\ncc = \"@\\n:@\\n:\"\n").unwrap_err().to_string();
+        assert!(error.starts_with("policy.toml:2: default: invalid controller spec"), "{error}");
+        assert!(!error.contains('\n'), "one line: {error:?}");
     }
 
     #[test]

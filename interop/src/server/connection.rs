@@ -8,12 +8,16 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
 
-use quiche::h3::NameValue;
 use serde_json::json;
 
 use super::config::ServerConfig;
+use super::request::RequestHead;
+use super::schedule::Schedule;
+use super::schedule::Turn;
+use crate::endpoint::Reporting;
 use crate::event;
 use crate::http::Body;
 use crate::http::Protocol;
@@ -54,6 +58,8 @@ pub(super) enum App {
 pub(super) struct Response {
     /// HTTP/3 headers not yet sent (`None` once sent, and for hq).
     pub(super) headers: Option<Vec<quiche::h3::Header>>,
+    /// The stream's priority (RFC 9218), given to quiche with the headers.
+    pub(super) priority: quiche::h3::Priority,
     pub(super) body: Body,
 }
 
@@ -61,6 +67,9 @@ pub(super) struct Response {
 pub(super) struct Upload {
     pub(super) sink: Option<BufWriter<File>>,
     pub(super) received: u64,
+    /// The request's content-length, which the body must match (RFC 9114,
+    /// section 4.1.2).
+    pub(super) expected: Option<u64>,
     /// Whether the upload gets its own response (PUT, POST), unlike the
     /// body of a GET, which is dropped.
     pub(super) respond: bool,
@@ -70,12 +79,17 @@ pub(super) struct ServerConn {
     pub(super) quic: quiche::Connection,
     /// Short ID for logs: the first bytes of the server's connection ID.
     pub(super) id: String,
-    peer: SocketAddr,
+    pub(super) peer: SocketAddr,
     created: Instant,
+    /// Counted among the server's half-open connections (not established).
+    pub(super) half_open: bool,
+    /// The handshake took too long: the connection is dropped silently.
+    pub(super) expired: bool,
     pub(super) protocol: Option<Protocol>,
     pub(super) app: App,
     admission: Option<Admission>,
-    pub(super) responses: HashMap<u64, Response>,
+    /// Responses being written, taking turns for the send capacity.
+    pub(super) responses: Schedule<Response>,
     pub(super) uploads: HashMap<u64, Upload>,
     /// Requests served, for the close log.
     pub(super) requests: u64,
@@ -99,10 +113,12 @@ impl ServerConn {
             id,
             peer,
             created: Instant::now(),
+            half_open: true,
+            expired: false,
             protocol: None,
             app: App::Handshaking,
             admission: None,
-            responses: HashMap::new(),
+            responses: Schedule::default(),
             uploads: HashMap::new(),
             requests: 0,
             sender: PacedSender::default(),
@@ -118,15 +134,23 @@ impl ServerConn {
     }
 
     /// When the connection needs the loop next: now if it has work
-    /// pending, else its next timer or paced packet.
-    pub(super) fn wake(&self) -> Option<Instant> {
+    /// pending, else its next timer, paced packet or handshake deadline.
+    pub(super) fn wake(&self, handshake_timeout: Duration) -> Option<Instant> {
         if self.dirty {
             return Some(Instant::now());
         }
-        match (self.timeout_at, self.pacing_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let deadline = self.half_open.then(|| self.created + handshake_timeout);
+        [self.timeout_at, self.pacing_due, deadline].into_iter().flatten().min()
+    }
+
+    /// Whether the handshake has run longer than `timeout`; marks the
+    /// connection for removal if so. No CONNECTION_CLOSE: the client has
+    /// not proved its address, and a silent drop costs nothing.
+    pub(super) fn handshake_expired(&mut self, now: Instant, timeout: Duration) -> bool {
+        if self.half_open && !self.expired && now.duration_since(self.created) >= timeout {
+            self.expired = true;
         }
+        self.expired
     }
 
     /// Whether the handshake callback's decision has been taken.
@@ -165,8 +189,15 @@ impl ServerConn {
 
     /// Runs the application: handshake completion, requests, response
     /// bodies, uploads and the weight.
-    pub(super) fn serve(&mut self, config: &ServerConfig, h3_config: &quiche::h3::Config) {
-        if matches!(self.app, App::Handshaking) && self.quic.is_established() {
+    pub(super) fn serve(&mut self, config: &ServerConfig, h3_config: &quiche::h3::Config, reporting: &Reporting) {
+        // Requests are served once the handshake is done, or in 0-RTT when
+        // the server accepted a resumed client's early data.
+        let ready = self.quic.is_established() || self.quic.is_in_early_data();
+        if matches!(self.app, App::Handshaking) && ready {
+            if !self.qlog && reporting.start_qlog(&mut self.quic, &self.id) {
+                self.qlog = true;
+                self.trace.enable();
+            }
             self.start_application(h3_config);
         }
         match self.app {
@@ -236,71 +267,23 @@ impl ServerConn {
         weight.started(stream, response);
     }
 
-    /// Moves response bodies into quiche as far as stream capacity allows.
+    /// Moves response bodies into quiche as far as the send capacity
+    /// allows, the responses taking turns (see [`super::schedule`]).
     fn write_responses(&mut self) {
-        let mut streams = std::mem::take(&mut self.stream_ids);
-        streams.clear();
-        streams.extend(self.responses.keys());
-        for &stream in &streams {
-            match self.write_response(stream) {
-                Ok(false) => {}
-                Ok(true) => {
-                    self.responses.remove(&stream);
-                }
-                Err(e) => {
-                    event!(Level::Warn, "response_failed", conn = self.id, stream = stream, error = e);
-                    let _ = self.quic.stream_shutdown(stream, quiche::Shutdown::Write, H3_INTERNAL_ERROR);
-                    self.responses.remove(&stream);
-                }
-            }
-        }
-        self.stream_ids = streams;
-    }
-
-    /// Writes what it can of one response; true when it is complete.
-    fn write_response(&mut self, stream: u64) -> Result<bool, String> {
-        let Some(response) = self.responses.get_mut(&stream) else { return Ok(true) };
-        if let Some(headers) = &response.headers {
-            let App::H3(h3) = &mut self.app else { return Err("headers on a non-HTTP/3 connection".into()) };
-            match h3.send_response(&mut self.quic, stream, headers, response.body.is_empty()) {
-                Ok(()) => response.headers = None,
-                Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => return Ok(false),
-                Err(e) => return Err(e.to_string()),
-            }
-            if response.body.is_empty() {
-                return Ok(true);
-            }
-        }
-        loop {
-            let (chunk, fin) = response.body.next_chunk().map_err(|e| format!("reading the file: {e}"))?;
-            if chunk.is_empty() {
-                return Ok(response.body.finished());
-            }
-            let written = match &mut self.app {
-                App::H3(h3) => match h3.send_body(&mut self.quic, stream, chunk, fin) {
-                    Ok(written) => written,
-                    Err(quiche::h3::Error::Done | quiche::h3::Error::StreamBlocked) => 0,
-                    Err(e) => return Err(e.to_string()),
-                },
-                _ => match self.quic.stream_send(stream, chunk, fin) {
-                    Ok(written) => written,
-                    Err(quiche::Error::Done) => 0,
-                    Err(e) => return Err(e.to_string()),
-                },
-            };
-            response.body.consume(written);
-            if written == 0 {
-                return Ok(false);
-            }
-            if response.body.finished() {
-                return Ok(true);
+        let (quic, app) = (&mut self.quic, &mut self.app);
+        let ended =
+            self.responses.run(|stream, response, allowed| write_response(quic, app, stream, response, allowed));
+        for (stream, _, result) in ended {
+            if let Err(e) = result {
+                event!(Level::Warn, "response_failed", conn = self.id, stream = stream, error = e);
+                let _ = self.quic.stream_shutdown(stream, quiche::Shutdown::Write, H3_INTERNAL_ERROR);
             }
         }
     }
 
     /// The client reset a stream: its response and upload are dropped.
     pub(super) fn abandon(&mut self, stream: u64) {
-        self.responses.remove(&stream);
+        self.responses.remove(stream);
         self.uploads.remove(&stream);
         if let Some(weight) = self.admission.as_mut().and_then(|admission| admission.weight.as_mut()) {
             weight.ended(stream);
@@ -314,7 +297,7 @@ impl ServerConn {
         let Some(weight) = &mut admission.weight else { return };
         self.ended.clear();
         for stream in weight.active_streams() {
-            if self.responses.contains_key(&stream) {
+            if self.responses.contains(stream) {
                 continue;
             }
             // A stream quiche has collected (or the peer stopped) is over.
@@ -358,37 +341,53 @@ impl ServerConn {
     }
 }
 
-/// The parts of a request the server looks at.
-pub(super) struct RequestHead {
-    pub(super) method: String,
-    pub(super) path: String,
-    /// Lowercase names.
-    pub(super) headers: Vec<(String, String)>,
-}
-
-impl RequestHead {
-    pub(super) fn from_h3(list: &[quiche::h3::Header]) -> RequestHead {
-        let mut request = RequestHead { method: String::new(), path: String::new(), headers: Vec::new() };
-        for header in list {
-            let name = String::from_utf8_lossy(header.name());
-            let value = String::from_utf8_lossy(header.value()).into_owned();
-            match name.as_ref() {
-                ":method" => request.method = value,
-                ":path" => request.path = value,
-                name if !name.starts_with(':') => request.headers.push((name.to_ascii_lowercase(), value)),
-                _ => {}
-            }
+/// Hands quiche what it takes of one response: its HTTP/3 headers (whole
+/// or not at all: quiche checks the stream's capacity first), then at most
+/// `allowed` bytes of its body, of which exactly what quiche accepted is
+/// consumed, so nothing is sent twice or skipped.
+fn write_response(
+    quic: &mut quiche::Connection,
+    app: &mut App,
+    stream: u64,
+    response: &mut Response,
+    allowed: usize,
+) -> Result<Turn, String> {
+    if let Some(headers) = &response.headers {
+        let App::H3(h3) = app else { return Err("headers on a non-HTTP/3 connection".into()) };
+        match h3.send_response_with_priority(quic, stream, headers, &response.priority, response.body.is_empty()) {
+            Ok(()) => response.headers = None,
+            Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => return Ok(Turn::Wrote(0)),
+            Err(e) => return Err(e.to_string()),
         }
-        request
+        if response.body.is_empty() {
+            return Ok(Turn::Complete);
+        }
     }
-}
-
-impl policy::Request for RequestHead {
-    fn path(&self) -> &str {
-        &self.path
+    let mut total = 0;
+    while total < allowed {
+        let (chunk, last) = response.body.next_chunk().map_err(|e| format!("reading the file: {e}"))?;
+        if chunk.is_empty() {
+            break;
+        }
+        let take = chunk.len().min(allowed - total);
+        let fin = last && take == chunk.len();
+        let written = match app {
+            App::H3(h3) => match h3.send_body(quic, stream, &chunk[..take], fin) {
+                Ok(written) => written,
+                Err(quiche::h3::Error::Done | quiche::h3::Error::StreamBlocked) => 0,
+                Err(e) => return Err(e.to_string()),
+            },
+            _ => match quic.stream_send(stream, &chunk[..take], fin) {
+                Ok(written) => written,
+                Err(quiche::Error::Done) => 0,
+                Err(e) => return Err(e.to_string()),
+            },
+        };
+        response.body.consume(written);
+        total += written;
+        if written == 0 {
+            break;
+        }
     }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, value)| value.as_str())
-    }
+    Ok(if response.body.finished() { Turn::Complete } else { Turn::Wrote(total) })
 }

@@ -5,14 +5,17 @@ use std::io::Write as _;
 
 use super::config::ServerConfig;
 use super::connection::App;
-use super::connection::RequestHead;
 use super::connection::Response;
 use super::connection::ServerConn;
 use super::connection::Upload;
+use super::request;
+use super::request::RequestHead;
+use super::request::H3_MESSAGE_ERROR;
 use crate::event;
 use crate::http::Body;
 use crate::http::H3_INTERNAL_ERROR;
 use crate::log::Level;
+use crate::policy;
 
 impl ServerConn {
     pub(super) fn serve_h3(&mut self, config: &ServerConfig) {
@@ -32,14 +35,21 @@ impl ServerConn {
                 quiche::h3::Event::Data => self.receive_upload(stream),
                 quiche::h3::Event::Finished => self.finish_upload(stream),
                 quiche::h3::Event::Reset(_) => self.abandon(stream),
-                quiche::h3::Event::PriorityUpdate | quiche::h3::Event::GoAway => {}
+                quiche::h3::Event::PriorityUpdate => self.reprioritize(stream),
+                quiche::h3::Event::GoAway => {}
             }
         }
     }
 
     fn h3_request(&mut self, config: &ServerConfig, stream: u64, list: &[quiche::h3::Header], more_frames: bool) {
         self.requests += 1;
-        let request = RequestHead::from_h3(list);
+        let request = match RequestHead::from_h3(list) {
+            Ok(request) => request,
+            Err(reason) => {
+                self.reject_malformed(stream, &reason);
+                return;
+            }
+        };
         event!(Level::Debug, "request", conn = self.id, stream = stream, method = request.method, path = request.path);
         match request.method.as_str() {
             "GET" | "HEAD" => {
@@ -56,15 +66,27 @@ impl ServerConn {
                 if status == 200 {
                     self.track_response(stream, &request, body.len());
                 }
-                self.responses.insert(stream, Response { headers: Some(headers), body });
+                let priority = self.request_priority(&request);
+                self.responses.insert(stream, Response { headers: Some(headers), priority, body });
                 if more_frames {
                     // A GET with a body: the body is read and dropped.
-                    self.uploads.insert(stream, Upload { sink: None, received: 0, respond: false });
+                    let upload = Upload { sink: None, received: 0, expected: request.content_length, respond: false };
+                    self.uploads.insert(stream, upload);
                 }
+            }
+            "PUT" | "POST" if self.quic.is_in_early_data() => {
+                // RFC 8470: an unsafe request in replayable early data is
+                // refused; the client repeats it after the handshake.
+                let headers =
+                    vec![quiche::h3::Header::new(b":status", b"425"), quiche::h3::Header::new(b"content-length", b"0")];
+                let (headers, body) = (Some(headers), Body::bytes(Vec::new()));
+                self.responses.insert(stream, Response { headers, priority: request::h3_priority(None), body });
+                self.uploads.insert(stream, Upload { sink: None, received: 0, expected: None, respond: false });
             }
             "PUT" | "POST" => {
                 let sink = config.upload_sink(&request.path);
-                self.uploads.insert(stream, Upload { sink, received: 0, respond: true });
+                let upload = Upload { sink, received: 0, expected: request.content_length, respond: true };
+                self.uploads.insert(stream, upload);
                 if !more_frames {
                     self.finish_upload(stream);
                 }
@@ -72,33 +94,47 @@ impl ServerConn {
             _ => {
                 let headers =
                     vec![quiche::h3::Header::new(b":status", b"405"), quiche::h3::Header::new(b"content-length", b"0")];
-                self.responses.insert(stream, Response { headers: Some(headers), body: Body::bytes(Vec::new()) });
+                let (headers, body) = (Some(headers), Body::bytes(Vec::new()));
+                self.responses.insert(stream, Response { headers, priority: request::h3_priority(None), body });
             }
         }
     }
 
+    /// A malformed request is a stream error of type H3_MESSAGE_ERROR (RFC
+    /// 9114, section 4.1.2): the stream is reset both ways, nothing served.
+    fn reject_malformed(&mut self, stream: u64, reason: &str) {
+        event!(Level::Info, "request_malformed", conn = self.id, stream = stream, reason = reason);
+        self.uploads.remove(&stream);
+        self.abandon(stream);
+        let _ = self.quic.stream_shutdown(stream, quiche::Shutdown::Read, H3_MESSAGE_ERROR);
+        let _ = self.quic.stream_shutdown(stream, quiche::Shutdown::Write, H3_MESSAGE_ERROR);
+    }
+
     fn receive_upload(&mut self, stream: u64) {
-        let App::H3(h3) = &mut self.app else { return };
         self.scratch.resize(64 * 1024, 0);
         loop {
-            match h3.recv_body(&mut self.quic, stream, &mut self.scratch) {
-                Ok(len) => {
-                    if let Some(upload) = self.uploads.get_mut(&stream) {
-                        upload.received += len as u64;
-                        if let Some(sink) = &mut upload.sink {
-                            if sink.write_all(&self.scratch[..len]).is_err() {
-                                upload.sink = None;
-                            }
-                        }
-                    }
+            let App::H3(h3) = &mut self.app else { return };
+            let Ok(len) = h3.recv_body(&mut self.quic, stream, &mut self.scratch) else { return };
+            let Some(upload) = self.uploads.get_mut(&stream) else { continue };
+            upload.received += len as u64;
+            if upload.expected.is_some_and(|expected| upload.received > expected) {
+                self.reject_malformed(stream, "more body than content-length");
+                return;
+            }
+            if let Some(sink) = &mut upload.sink {
+                if sink.write_all(&self.scratch[..len]).is_err() {
+                    upload.sink = None;
                 }
-                Err(_) => return,
             }
         }
     }
 
     fn finish_upload(&mut self, stream: u64) {
         let Some(mut upload) = self.uploads.remove(&stream) else { return };
+        if upload.expected.is_some_and(|expected| upload.received != expected) {
+            self.reject_malformed(stream, "less body than content-length");
+            return;
+        }
         let stored = upload.sink.as_mut().is_none_or(|sink| sink.flush().is_ok());
         if !upload.respond {
             return;
@@ -115,6 +151,23 @@ impl ServerConn {
             quiche::h3::Header::new(b"server", b"flowshare"),
             quiche::h3::Header::new(b"content-length", body.len().to_string().as_bytes()),
         ];
-        self.responses.insert(stream, Response { headers: Some(headers), body });
+        self.responses.insert(stream, Response { headers: Some(headers), priority: request::h3_priority(None), body });
+    }
+
+    /// The priority of the response to `request` (see [`request::priority`]).
+    fn request_priority(&self, request: &RequestHead) -> quiche::h3::Priority {
+        request::h3_priority(policy::Request::header(request, "priority"))
+    }
+
+    /// A PRIORITY_UPDATE frame for `stream`: applies to its response from
+    /// now on, whether its headers went out already or not.
+    fn reprioritize(&mut self, stream: u64) {
+        let App::H3(h3) = &mut self.app else { return };
+        let Ok(field) = h3.take_last_priority_update(stream) else { return };
+        let (urgency, incremental) = request::priority(std::str::from_utf8(&field).ok());
+        if let Some(response) = self.responses.get_mut(stream) {
+            response.priority = quiche::h3::Priority::new(urgency, incremental);
+        }
+        let _ = self.quic.stream_priority(stream, urgency, incremental);
     }
 }

@@ -3,9 +3,9 @@
 
 use super::config::ServerConfig;
 use super::connection::App;
-use super::connection::RequestHead;
 use super::connection::Response;
 use super::connection::ServerConn;
+use super::request::RequestHead;
 use crate::event;
 use crate::log::Level;
 
@@ -42,16 +42,23 @@ impl ServerConn {
                     }
                 }
             }
-            if !complete || self.responses.contains_key(&stream) {
+            if !complete || self.responses.contains(stream) {
                 continue;
             }
             let App::Hq(lines) = &mut self.app else { return };
             let Some(line) = lines.remove(&stream) else { continue };
             self.requests += 1;
-            let text = String::from_utf8_lossy(&line);
-            let path = text.trim().strip_prefix("GET ").map(str::trim).unwrap_or("");
-            let request = RequestHead { method: "GET".into(), path: path.to_string(), headers: Vec::new() };
-            let (status, body) = config.open_file(&request.path);
+            let (status, body, request) = match RequestHead::from_hq_line(&line) {
+                Ok(request) => {
+                    let (status, body) = config.open_file(&request.path);
+                    (status, body, request)
+                }
+                Err(reason) => {
+                    event!(Level::Info, "request_malformed", conn = self.id, stream = stream, reason = reason);
+                    let _ = self.quic.stream_shutdown(stream, quiche::Shutdown::Write, 0x4);
+                    continue;
+                }
+            };
             event!(
                 Level::Debug,
                 "request",
@@ -67,7 +74,9 @@ impl ServerConn {
                 continue;
             }
             self.track_response(stream, &request, body.len());
-            self.responses.insert(stream, Response { headers: None, body });
+            // hq streams keep quiche's default priority, which is
+            // incremental: responses share the connection round robin.
+            self.responses.insert(stream, Response { headers: None, priority: Default::default(), body });
         }
         self.stream_ids = readable;
     }
