@@ -55,15 +55,33 @@ impl SpecError {
 }
 
 impl fmt::Display for SpecError {
+    /// One line: what came from the user is escaped, so that a control
+    /// character in a spec cannot break the line (or a terminal).
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         if let Some(spec) = &self.spec {
             write!(f, "invalid controller spec {spec:?}: ")?;
         }
         if self.field == "name" {
-            write!(f, "algorithm {:?} {}", self.algorithm, self.reason)
+            write!(f, "algorithm {:?} {}", self.algorithm, Printable(&self.reason))
         } else {
-            write!(f, "{}: {} {}", self.algorithm, self.field, self.reason)
+            write!(f, "{}: {} {}", Printable(&self.algorithm), Printable(&self.field), Printable(&self.reason))
         }
+    }
+}
+
+/// Text with its control characters escaped (`\n`, `\u{1b}`).
+struct Printable<'a>(&'a str);
+
+impl fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -249,6 +267,14 @@ mod tests {
         let mut args = Args::parse("x:k=1,z=2").unwrap();
         args.text("k");
         assert_eq!(args.finish().unwrap_err().to_string(), "x: z is not a known key (accepted: k)");
+    }
+
+    #[test]
+    fn control_characters_in_a_spec_stay_on_one_line() {
+        let error = Args::parse("x:a\nb=1").map(|mut args| args.finish()).unwrap().unwrap_err();
+        assert_eq!(error.to_string(), "x: a\\nb is not a known key (accepted: none)");
+        let error = Args::parse("\u{1b}[2J:k").err().unwrap();
+        assert!(!error.to_string().contains('\u{1b}'), "{error}");
     }
 
     #[test]
