@@ -177,8 +177,7 @@ pub(crate) fn peer(name: &str, count: usize, path: &[&str]) -> Result<(FlowConfi
 fn build(mut scenario: Scenario, flows: Vec<(FlowConfig, Transport)>) -> TestbedScenario {
     let transports = flows.iter().map(|(_, t)| *t).collect();
     scenario.flows = flows.into_iter().map(|(f, _)| f).collect();
-    let blackholes = vec![Vec::new(); scenario.links.len()];
-    TestbedScenario { scenario, transports, blackholes }
+    TestbedScenario::with_transports(scenario, transports)
 }
 
 /// `--controllers`; by default every weighted algorithm, or MulTCP alone in

@@ -78,7 +78,9 @@ fn remove(namespace: &str) {
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|stat| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(|state| state != "Z")))
+        .and_then(|stat| {
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(|state| state != "Z"))
+        })
         .unwrap_or(false)
 }
 
@@ -113,7 +115,7 @@ pub struct Topology {
 impl Topology {
     /// Creates the namespaces for `clients_per_link.len()` links, with
     /// `clients_per_link[i]` client addresses on link `i`.
-    pub fn create(clients_per_link: &[usize]) -> Result<Topology, String> {
+    pub fn create(clients_per_link: &[usize], tcp_pacing: bool) -> Result<Topology, String> {
         let pid = std::process::id();
         let name = |role: &str| format!("{PREFIX}{pid}-{role}");
         let mut topology = Topology {
@@ -124,6 +126,11 @@ impl Topology {
             created: Vec::new(),
         };
         topology.configure(clients_per_link)?;
+        if tcp_pacing {
+            // Linux paces TCP only under fq: the server's senders' interface.
+            let server = topology.server.clone();
+            run("tc", &["-n", &server, "qdisc", "replace", "dev", "s0", "root", "fq"])?;
+        }
         Ok(topology)
     }
 
@@ -167,9 +174,15 @@ impl Topology {
         run("ip", &["link", "add", "s0", "netns", &server, "type", "veth", "peer", "name", "r0", "netns", &sim])?;
         for (link, &clients) in clients_per_link.iter().enumerate() {
             let (outer, inner) = (format!("c{link}"), format!("l{link}"));
-            run("ip", &["link", "add", &outer, "netns", &client, "type", "veth", "peer", "name", &inner, "netns", &sim])?;
+            run(
+                "ip",
+                &["link", "add", &outer, "netns", &client, "type", "veth", "peer", "name", &inner, "netns", &sim],
+            )?;
             for index in 0..clients.max(1) {
-                run("ip", &["-n", &client, "addr", "add", &format!("{}/24", client_address(link, index)), "dev", &outer])?;
+                run(
+                    "ip",
+                    &["-n", &client, "addr", "add", &format!("{}/24", client_address(link, index)), "dev", &outer],
+                )?;
             }
         }
         let mut interfaces: Vec<(String, String)> = vec![(server.clone(), "s0".into()), (sim.clone(), "r0".into())];
@@ -197,7 +210,10 @@ impl Topology {
                 // Traffic from link i's addresses leaves on link i.
                 let table = (100 + link).to_string();
                 run("ip", &["-n", &client, "rule", "add", "from", &format!("198.18.{link}.0/24"), "table", &table])?;
-                run("ip", &["-n", &client, "route", "add", server_net, "via", &gateway, "dev", &device, "table", &table])?;
+                run(
+                    "ip",
+                    &["-n", &client, "route", "add", server_net, "via", &gateway, "dev", &device, "table", &table],
+                )?;
             }
         }
         Ok(())

@@ -41,9 +41,15 @@ pub fn check() -> Result<(), String> {
         missing.push("ns-3".to_string());
         packages.extend(["ns3", "libns3-dev"]);
     }
-    for (program, package) in
-        [("g++", "g++"), ("iperf3", "iperf3"), ("ip", "iproute2"), ("ss", "iproute2"), ("ethtool", "ethtool"), ("iptables", "iptables")]
-    {
+    for (program, package) in [
+        ("g++", "g++"),
+        ("iperf3", "iperf3"),
+        ("ip", "iproute2"),
+        ("ss", "iproute2"),
+        ("tc", "iproute2"),
+        ("ethtool", "ethtool"),
+        ("iptables", "iptables"),
+    ] {
         if find_program(program).is_none() {
             missing.push(program.to_string());
             if !packages.contains(&package) {

@@ -158,7 +158,7 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
 
     // Declared before the processes so that it is dropped after them:
     // children end first, then their namespaces go.
-    let topology = Topology::create(&plan.clients_per_link)?;
+    let topology = Topology::create(&plan.clients_per_link, plan.tcp_pacing)?;
     let mut processes = Processes::default();
     if topology.path_answers(Duration::from_millis(500)) {
         return Err(format!(
@@ -166,7 +166,8 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
             topology.sim
         ));
     }
-    let mut emulator = Emulator::start(&ns3, &topology, &mut processes, &plan.emulator_setup(options.hard_limit_ms), dir)?;
+    let mut emulator =
+        Emulator::start(&ns3, &topology, &mut processes, &plan.emulator_setup(options.hard_limit_ms), dir)?;
     emulator.wait_ready(&mut processes, STARTUP_LIMIT)?;
     let ready = Instant::now();
     while !topology.path_answers(Duration::from_millis(500)) {
@@ -251,7 +252,11 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
         }
         if now >= next_progress {
             let active = flows.iter().filter(|s| s.started_s.is_some() && s.finished_s.is_none()).count();
-            let line = format!("[testbed] {}: {:>5.1}/{duration:.0} s, {active} flows sending", plan.setup.name, now.min(duration));
+            let line = format!(
+                "[testbed] {}: {:>5.1}/{duration:.0} s, {active} flows sending",
+                plan.setup.name,
+                now.min(duration)
+            );
             // One line rewritten every second on a terminal; in a log, a
             // line every PROGRESS_LOG_EVERY seconds.
             if progress_on_terminal {

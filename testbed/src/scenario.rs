@@ -83,6 +83,11 @@ pub struct TestbedScenario {
     pub transports: Vec<Transport>,
     /// Blackhole periods `[start, end)` of each `[[link]]`, seconds.
     pub blackholes: Vec<Vec<(f64, f64)>>,
+    /// Whether Linux TCP senders pace (`tcp_pacing = true`: an `fq` qdisc
+    /// on the server namespace's interface). Linux paces CUBIC and Reno only
+    /// under `fq`, so by default its TCP peers send in bursts, as most
+    /// servers do; QUIC senders always pace themselves.
+    pub tcp_pacing: bool,
 }
 
 fn take_array(table: &mut toml::Table, key: &str) -> Vec<toml::Value> {
@@ -97,8 +102,14 @@ impl TestbedScenario {
     /// A scenario without testbed keys: every flow over QUIC.
     pub fn from_lab(scenario: Scenario) -> TestbedScenario {
         let transports = vec![Transport::Quic; scenario.flows.len()];
+        TestbedScenario::with_transports(scenario, transports)
+    }
+
+    /// A scenario whose flows run over `transports`, without blackholes,
+    /// TCP unpaced.
+    pub fn with_transports(scenario: Scenario, transports: Vec<Transport>) -> TestbedScenario {
         let blackholes = vec![Vec::new(); scenario.links.len()];
-        TestbedScenario { scenario, transports, blackholes }
+        TestbedScenario { scenario, transports, blackholes, tcp_pacing: false }
     }
 
     /// Parses a scenario file; errors name the field.
@@ -110,6 +121,11 @@ impl TestbedScenario {
                 None => e.message().to_string(),
             }
         })?;
+        let tcp_pacing = match table.remove("tcp_pacing") {
+            None => false,
+            Some(toml::Value::Boolean(pacing)) => pacing,
+            Some(other) => return Err(format!("tcp_pacing = {other} is not true or false")),
+        };
         let mut transports = Vec::new();
         let mut flows = take_array(&mut table, "flow");
         for (i, flow) in flows.iter_mut().enumerate() {
@@ -142,7 +158,7 @@ impl TestbedScenario {
         }
         let scenario: Scenario =
             toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
-        Ok(TestbedScenario { scenario, transports, blackholes })
+        Ok(TestbedScenario { scenario, transports, blackholes, tcp_pacing })
     }
 
     /// The scenario as a file, testbed keys included.
@@ -150,6 +166,9 @@ impl TestbedScenario {
         let Ok(mut table) = toml::from_str::<toml::Table>(&self.scenario.to_toml()) else {
             return self.scenario.to_toml();
         };
+        if self.tcp_pacing {
+            table.insert("tcp_pacing".into(), true.into());
+        }
         if let Some(toml::Value::Array(flows)) = table.get_mut("flow") {
             for (flow, transport) in flows.iter_mut().zip(&self.transports) {
                 if let (Some(flow), Transport::Tcp) = (flow.as_table_mut(), transport) {
@@ -316,7 +335,8 @@ impl TestbedScenario {
                 bytes,
             });
         }
-        Ok(Plan { setup, links, blackholes: self.blackholes.clone(), flows, clients_per_link, seed })
+        let tcp_pacing = self.tcp_pacing;
+        Ok(Plan { setup, links, blackholes: self.blackholes.clone(), flows, clients_per_link, seed, tcp_pacing })
     }
 }
 
@@ -434,6 +454,9 @@ pub struct Plan {
     pub clients_per_link: Vec<usize>,
     /// Seed of the run (start spread, CBR on/off, ns-3's random loss).
     pub seed: u64,
+    /// Whether Linux TCP senders pace (an `fq` qdisc in the server
+    /// namespace).
+    pub tcp_pacing: bool,
 }
 
 impl Plan {
@@ -506,6 +529,16 @@ path = ["bottleneck"]
         assert_eq!(scenario.blackholes, vec![vec![(8.0, 9.5)]]);
         assert_eq!(scenario.scenario.links[0].buffer_packets, Some(25));
         assert_eq!(TestbedScenario::from_toml(&scenario.to_toml()).unwrap(), scenario);
+    }
+
+    #[test]
+    fn tcp_pacing_is_read_planned_and_written_back() {
+        assert!(!plan(CROSS).unwrap().tcp_pacing);
+        let paced = TestbedScenario::from_toml(&format!("tcp_pacing = true\n{CROSS}")).unwrap();
+        assert!(paced.tcp_pacing && paced.plan(1, &mut String::new()).unwrap().tcp_pacing);
+        assert_eq!(TestbedScenario::from_toml(&paced.to_toml()).unwrap(), paced);
+        let error = TestbedScenario::from_toml(&format!("tcp_pacing = 1\n{CROSS}")).unwrap_err();
+        assert_eq!(error, "tcp_pacing = 1 is not true or false");
     }
 
     #[test]

@@ -57,6 +57,18 @@ fn paths(standard: usize, duration_s: f64) -> Vec<Path> {
     vec![path("tb-20", 20.0, 40.0), path("tb-50", 50.0, 20.0)]
 }
 
+/// The suffix of a Linux TCP peer that paces (an `fq` qdisc on the server
+/// side, [`crate::scenario::TestbedScenario::tcp_pacing`]): `tcp-cubic-paced`.
+const PACED: &str = "-paced";
+
+/// The peer `name` without [`PACED`], and whether it had it.
+fn pacing(name: &str) -> (&str, bool) {
+    match name.strip_suffix(PACED) {
+        Some(peer) if peer.starts_with("tcp-") => (peer, true),
+        _ => (name, false),
+    }
+}
+
 /// The testbed's campaign: PA-MulTCP and MulTFRC against the four peers at
 /// N = 0.5, 2, 4, 8 on two paths and three queues; the quick form runs one
 /// path, drop-tail, the Linux and quiche CUBIC peers and N = 0.5, 4.
@@ -69,7 +81,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         false => builtin::peer_names(),
     });
     for peer in &peers {
-        builtin::peer(peer, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
+        builtin::peer(pacing(peer).0, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
     }
     let weights = options.n.clone().unwrap_or_else(|| if quick { vec![0.5, 4.0] } else { WEIGHTS.to_vec() });
     let duration_s = options.duration_s.unwrap_or(if quick { 40.0 } else { 80.0 });
@@ -110,17 +122,20 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
 /// The testbed case of a job: the group's scenario with its peers' transports.
 fn case(campaign: &Campaign, job: &Job) -> Result<Case, String> {
     let group = &campaign.groups[job.group];
-    let (_, transport) = builtin::peer(&group.peer, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
+    let (peer, paced) = pacing(&group.peer);
+    let (_, transport) = builtin::peer(peer, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
     let scenario = group.scenario(job.cell, TESTBED_START_SPREAD_S, &|count| {
-        builtin::peer(&group.peer, count, &[flowshare_lab::scenario::BOTTLENECK]).map(|(flow, _)| flow)
+        builtin::peer(peer, count, &[flowshare_lab::scenario::BOTTLENECK]).map(|(flow, _)| flow)
     })?;
     let transports = vec![Transport::Quic, transport];
-    let blackholes = vec![Vec::new(); scenario.links.len()];
     let name = match job.cell {
         Cell::Control => format!("{}/control", group.key()),
         Cell::Weight(n) => format!("{}/n={n}", group.key()),
     };
-    let scenario = crate::scenario::TestbedScenario { scenario, transports, blackholes };
+    let scenario = crate::scenario::TestbedScenario {
+        tcp_pacing: paced,
+        ..crate::scenario::TestbedScenario::with_transports(scenario, transports)
+    };
     Ok(Case { name: builtin::file_safe(&name), scenario })
 }
 

@@ -79,7 +79,6 @@ const WAYS: [Way; 3] = [Way::Inside, Way::Raised, Way::OwnLoop];
 struct Case {
     controller: String,
     size_kb: f64,
-    way: Way,
     scenario: Scenario,
 }
 
@@ -124,7 +123,7 @@ fn cases(options: &Options) -> Result<(Vec<Case>, Controllers), String> {
                     }
                 };
                 let scenario = paced(scenario, options);
-                cases.push(Case { controller: controller.name.clone(), size_kb, way, scenario });
+                cases.push(Case { controller: controller.name.clone(), size_kb, scenario });
             }
         }
     }
@@ -226,7 +225,6 @@ mod tests {
         assert_eq!(chosen.names(), CONTROLLERS);
         // PA-MulTCP and MulTCP x 10 and 100 KB x three ways.
         assert_eq!(cases.len(), 12);
-        assert_eq!(cases[..3].iter().map(|case| case.way).collect::<Vec<_>>(), WAYS);
         let (inside, raised, separate) = (&cases[0].scenario, &cases[1].scenario, &cases[2].scenario);
         assert_eq!((inside.flows[1].join_weight, raised.flows[1].join_weight), (None, Some(5.0)));
         assert_eq!((inside.flows[1].join_share, raised.flows[1].join_share), (Some(5), Some(2)));
