@@ -13,6 +13,7 @@ use flowshare_interop::client::RequestReport;
 use flowshare_interop::client::Schedule;
 use flowshare_interop::endpoint::EndpointOptions;
 use flowshare_interop::http::Protocol;
+use flowshare_interop::io::Offload;
 use flowshare_interop::loadtest;
 use flowshare_interop::loadtest::LoadConfig;
 use flowshare_interop::loadtest::MixEntry;
@@ -123,6 +124,11 @@ pub struct ServeArgs {
     /// only; uploads in early data get 425 Too Early).
     #[arg(long)]
     early_data: bool,
+    /// Send and receive one datagram per UDP message: no segmentation
+    /// offload (GSO) nor GRO, even where the kernel has them. Sends and
+    /// receives are still batched (sendmmsg, recvmmsg).
+    #[arg(long)]
+    no_gso: bool,
     /// Log level on stderr: error, warn, info, debug.
     #[arg(long, default_value = "info")]
     log_level: Level,
@@ -162,14 +168,15 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         },
         early_data: args.early_data,
     };
-    let mut server = Server::bind(config).map_err(|e| e.to_string())?;
+    let mut server = Server::bind_with_offload(config, offload(args.no_gso)).map_err(|e| e.to_string())?;
     let policy = server.policy();
     println!(
-        "flowshare serve: listening on {} (policy {}: {} rules, max_weight {})",
+        "flowshare serve: listening on {} (policy {}: {} rules, max_weight {}; udp {})",
         server.local_addr(),
         policy.source(),
         policy.rules(),
-        policy.max_weight()
+        policy.max_weight(),
+        server.offload()
     );
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
@@ -249,6 +256,11 @@ pub struct GetArgs {
     /// Log level on stderr: error, warn, info, debug.
     #[arg(long, default_value = "warn")]
     log_level: Level,
+    /// Send and receive one datagram per UDP message: no segmentation
+    /// offload (GSO) nor GRO, even where the kernel has them. Sends and
+    /// receives are still batched (sendmmsg, recvmmsg).
+    #[arg(long)]
+    no_gso: bool,
 }
 
 pub fn get(args: GetArgs) -> Result<(), String> {
@@ -285,6 +297,7 @@ pub fn get(args: GetArgs) -> Result<(), String> {
         headers,
         resume: args.resume || args.early_data,
         early_data: args.early_data,
+        offload: offload(args.no_gso),
     };
     let print = |report: &RequestReport| {
         let verb = if report.upload { "PUT" } else { "GET" };
@@ -361,6 +374,10 @@ pub struct LoadtestArgs {
     /// settled, MiB.
     #[arg(long, default_value_t = 16)]
     rss_slack_mib: u64,
+    /// Server and clients send and receive one datagram per UDP message
+    /// (no GSO, no GRO).
+    #[arg(long)]
+    no_gso: bool,
 }
 
 pub fn loadtest(args: LoadtestArgs) -> Result<(), String> {
@@ -378,6 +395,7 @@ pub fn loadtest(args: LoadtestArgs) -> Result<(), String> {
         mix,
         protocol: args.alpn,
         time_limit: args.timeout,
+        offload: offload(args.no_gso),
     };
     if let Some(duration) = args.duration {
         let soak = SoakConfig {
@@ -423,5 +441,14 @@ pub fn loadtest(args: LoadtestArgs) -> Result<(), String> {
         Ok(())
     } else {
         Err("the load test had errors".into())
+    }
+}
+
+/// The data path `--no-gso` asks for.
+pub fn offload(no_gso: bool) -> Offload {
+    if no_gso {
+        Offload::Off
+    } else {
+        Offload::Auto
     }
 }

@@ -12,6 +12,7 @@ use flowshare_quic::link::LinkConfig;
 use flowshare_quic::transfer;
 use flowshare_quic::transfer::TransferConfig;
 use flowshare_quic::transfer::TransferReport;
+use flowshare_quic::udp::Offload;
 
 const TEN_MEGABYTES: u64 = 10_000_000;
 
@@ -165,8 +166,31 @@ fn two_connections_in_one_mcompound_group_transfer_concurrently_and_share() {
 }
 
 #[test]
+fn multcp_with_gso_off_transfers_10_mb_and_its_window_is_what_its_events_imply() {
+    let mut config = config("multcp:n=2");
+    config.offload = Offload::Off;
+    let report = transfer::run(&config, |_| {}).unwrap_or_else(|e| panic!("transfer without GSO failed: {e}"));
+    assert_driven_and_consistent(&report, "multcp");
+}
+
+#[test]
 fn multfrc_send_rate_follows_its_rate_not_its_window() {
+    multfrc_send_rate_follows_its_rate(Offload::Auto);
+}
+
+#[test]
+fn multfrc_send_rate_follows_its_rate_with_gso_off_too() {
+    multfrc_send_rate_follows_its_rate(Offload::Off);
+}
+
+/// MulTFRC paces at the rate its equation gives: what it sent over the
+/// second half of a 20 MB transfer is within 25 % of the rate it asked for
+/// (the bound for a host shared with other work; `flowshare bench` and
+/// interop/README.md have the measured accuracy), and well below what its
+/// window would allow.
+fn multfrc_send_rate_follows_its_rate(offload: Offload) {
     let mut config = config("multfrc:n=4");
+    config.offload = offload;
     config.bytes = 2 * TEN_MEGABYTES;
     config.progress_every = Duration::from_millis(100);
     let mut samples = Vec::new();
@@ -181,7 +205,10 @@ fn multfrc_send_rate_follows_its_rate_not_its_window() {
     let mean = |f: &dyn Fn(&transfer::Progress) -> f64| half.iter().map(f).sum::<f64>() / half.len() as f64;
     let asked = mean(&|p| p.snapshot.as_ref().and_then(|s| s.pacing_rate).expect("multfrc paces") as f64);
     let window_allows = mean(&|p| p.cwnd as f64 / p.rtt.as_secs_f64());
-    eprintln!("achieved {achieved:.0} B/s, controller rate {asked:.0} B/s, window/RTT {window_allows:.0} B/s");
+    eprintln!(
+        "{offload:?}: achieved {achieved:.0} B/s, controller rate {asked:.0} B/s ({:+.2} %), window/RTT {window_allows:.0} B/s",
+        (achieved / asked - 1.0) * 100.0
+    );
     assert!((achieved / asked - 1.0).abs() < 0.25, "achieved {achieved:.0} B/s vs rate {asked:.0} B/s");
     assert!(achieved < 0.75 * window_allows, "the window, not the rate, limited: {achieved:.0} vs {window_allows:.0}");
 }

@@ -112,6 +112,8 @@ fn events<'a>(qlog: &'a [Value], name: &'a str) -> impl Iterator<Item = &'a Valu
 struct Server {
     child: Child,
     address: String,
+    /// The line the server starts with: its address, policy and data path.
+    listening: String,
     stdout: mpsc::Receiver<String>,
     stderr: mpsc::Receiver<String>,
     /// Stats lines read but not asked for yet.
@@ -148,10 +150,18 @@ impl Server {
         let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("flowshare serve starts");
         let stdout = lines_of(child.stdout.take().expect("stdout"));
         let stderr = lines_of(child.stderr.take().expect("stderr"));
-        let mut server = Server { child, address: String::new(), stdout, stderr, backlog: RefCell::new(Vec::new()) };
+        let mut server = Server {
+            child,
+            address: String::new(),
+            listening: String::new(),
+            stdout,
+            stderr,
+            backlog: RefCell::new(Vec::new()),
+        };
         let first = wait_for(&server.stdout, "listening line", |line| line.contains("listening on"));
         server.address =
             first.split_whitespace().find(|word| word.starts_with("127.0.0.1:")).expect("address").to_string();
+        server.listening = first;
         server
     }
 
@@ -598,4 +608,53 @@ fn with_retry_always_flowshare_get_proves_its_address_and_is_served() {
     assert!(std::fs::read(site.path("out/a.bin")).expect("download") == pattern(100_000));
     let accepted = wait_for(&server.stderr, "accepted connection", |line| line.contains("event=connection_accepted"));
     assert!(accepted.contains("retried=true"), "{accepted}");
+}
+
+/// `gso=on` or `gso=off` as the server's listening line says.
+fn listening_gso(server: &Server) -> &str {
+    let line = &server.listening;
+    let start = line.find("gso=").unwrap_or_else(|| panic!("no gso= in {line}")) + "gso=".len();
+    line[start..].split([' ', ')']).next().expect("value")
+}
+
+#[test]
+fn with_gso_off_on_both_sides_20_mb_arrive_intact_and_the_stats_say_so() {
+    let site = Site::new("serve-no-gso", &[("big.bin", TWENTY_MEGABYTES)]);
+    let mut command = site.serve_command(None);
+    command.arg("--no-gso");
+    let server = Server::start(command);
+    assert_eq!(listening_gso(&server), "off", "{}", server.listening);
+    assert!(server.listening.contains("gro=off"), "{}", server.listening);
+
+    let output = get_command(&server.address, "localhost", &["big.bin"], &site.path("out"), &["--no-gso", "--stats"])
+        .output()
+        .expect("get");
+    assert_success(&output);
+    assert!(std::fs::read(site.path("out/big.bin")).expect("download") == pattern(TWENTY_MEGABYTES));
+    let stats = server.stats_for("localhost");
+    assert_eq!(field(&stats, "gso"), "off", "{stats}");
+    assert_eq!(field(&stats, "error"), "-", "{stats}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let client = stdout.lines().find(|line| line.starts_with("stats role=client")).expect("client stats line");
+    assert_eq!(field(client, "gso"), "off", "{client}");
+}
+
+#[test]
+fn a_segmenting_server_reaches_a_client_without_gro_and_one_with_it_intact() {
+    // Where the kernel has GSO the server sends segmented messages; a
+    // client socket without GRO gets them cut into datagrams by the
+    // kernel, one with GRO gets them whole and cuts them itself.
+    let site = Site::new("serve-gso", &[("big.bin", TWENTY_MEGABYTES)]);
+    let server = Server::start(site.serve_command(None));
+    let gso = listening_gso(&server).to_string();
+    for (dir, extra) in [("plain", &["--no-gso"][..]), ("gro", &[][..])] {
+        let output =
+            get_command(&server.address, "localhost", &["big.bin"], &site.path(dir), extra).output().expect("get");
+        assert_success(&output);
+        let got = std::fs::read(site.path(dir).join("big.bin")).expect("download");
+        assert!(got == pattern(TWENTY_MEGABYTES), "{dir}: {} bytes, differing from the served file", got.len());
+        let stats = server.stats_for("localhost");
+        assert_eq!(field(&stats, "gso"), gso, "the stats line and the listening line agree: {stats}");
+        assert_eq!(field(&stats, "error"), "-", "{stats}");
+    }
 }

@@ -271,7 +271,7 @@ mod tests {
 
     #[test]
     fn control_characters_in_a_spec_stay_on_one_line() {
-        let error = Args::parse("x:a\nb=1").map(|mut args| args.finish()).unwrap().unwrap_err();
+        let error = Args::parse("x:a\nb=1").map(|args| args.finish()).unwrap().unwrap_err();
         assert_eq!(error.to_string(), "x: a\\nb is not a known key (accepted: none)");
         let error = Args::parse("\u{1b}[2J:k").err().unwrap();
         assert!(!error.to_string().contains('\u{1b}'), "{error}");

@@ -1,12 +1,15 @@
 //! The `--stats` line an endpoint prints on stdout when a connection closes:
 //!
 //! ```text
-//! stats role=server conn=5d1c0e2f peer=127.0.0.1:40112 sni=fast.test alpn=h3 cc=multcp:n=4 matched="rule 1 (policy.toml:7)" duration_s=1.532 bytes_sent=20514127 bytes_received=201344 packets_sent=15230 packets_lost=12 cwnd=187300 loss_events=3 rtt_ms=0.41 weight=4 resumed=no error=-
+//! stats role=server conn=5d1c0e2f peer=127.0.0.1:40112 sni=fast.test alpn=h3 cc=multcp:n=4 matched="rule 1 (policy.toml:7)" duration_s=1.532 bytes_sent=20514127 bytes_received=201344 packets_sent=15230 packets_lost=12 cwnd=187300 loss_events=3 rtt_ms=0.41 weight=4 resumed=no error=- gso=on
 //! ```
 //!
 //! One line, `key=value`, so scripts and tests can read it. `loss_events`
 //! (window or rate reductions) comes from a flowshare controller and is
-//! `-` for quiche's own Reno and CUBIC; `weight` likewise.
+//! `-` for quiche's own Reno and CUBIC; `weight` likewise. `gso` says
+//! whether the endpoint's socket sent segmented messages (UDP GSO) when the
+//! connection closed: `on`, or `off` where the kernel lacks it or
+//! `--no-gso` turned it off.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -53,6 +56,8 @@ pub struct Summary {
     pub resumed: bool,
     /// Why the connection failed, if it did.
     pub error: Option<String>,
+    /// The socket's data path, when the endpoint knows it.
+    pub offload: Option<flowshare_quic::udp::Capabilities>,
 }
 
 impl Summary {
@@ -87,6 +92,7 @@ impl Summary {
             weight: snapshot.and_then(|snapshot| snapshot.weight),
             resumed: conn.is_resumed(),
             error: connection_error(conn),
+            offload: None,
         }
     }
 }
@@ -142,6 +148,9 @@ impl fmt::Display for Summary {
         field("weight", &dash(self.weight.map(|w| w.to_string())));
         field("resumed", &if self.resumed { "yes" } else { "no" });
         field("error", &dash(self.error.clone()));
+        if let Some(offload) = self.offload {
+            field("gso", &if offload.gso() { "on" } else { "off" });
+        }
         write!(f, "stats{line}")
     }
 }

@@ -12,6 +12,8 @@
 //!   server, with an optional emulated bottleneck ([`link`]), used by
 //!   `flowshare demo` and the end-to-end tests;
 //! * [`pacing`]: sending each packet at the time quiche scheduled it;
+//! * [`udp`]: the sockets of every endpoint (GSO, GRO, `sendmmsg`,
+//!   `recvmmsg`, with a fallback to one datagram per message);
 //! * [`cert`]: self-signed certificates.
 
 pub mod adapter;
@@ -20,6 +22,7 @@ pub mod link;
 pub mod pacing;
 pub mod select;
 pub mod transfer;
+pub mod udp;
 
 pub use adapter::QuicheController;
 pub use select::configure;

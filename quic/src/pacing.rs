@@ -18,13 +18,19 @@
 //!   7.5 MB/s on a loaded host). [`PacedSender`] builds packets up to
 //!   quiche's release horizon (`max_release_into_future`), as SO_TXTIME
 //!   users do, and sends each when it is due.
+//! * **Batches.** Every packet due at a flush (released within
+//!   [`PACING_SLACK`] of now, the same allowance a single send had) goes
+//!   into the socket's outbox ([`crate::udp`]), where consecutive packets
+//!   to one peer share a segmented (GSO) message and the messages of many
+//!   connections share one `sendmmsg`. A packet due later stays here: no
+//!   batch carries a packet before its release time less the slack.
 
 use std::collections::VecDeque;
 use std::io;
 use std::time::Duration;
 use std::time::Instant;
 
-use mio::net::UdpSocket;
+use crate::udp;
 
 /// Largest UDP payload flowshare endpoints send: fits a 1500-byte Ethernet
 /// MTU with room for IPv6 and UDP headers.
@@ -69,65 +75,92 @@ impl Flush {
     }
 }
 
+/// Where a [`PacedSender`] gets its packets: a quiche connection, or a
+/// scripted one in tests.
+pub trait PacketSource {
+    /// How far ahead of its release time a packet may be built.
+    fn release_horizon(&self) -> Duration;
+    /// The release time of the next packet, None when it may leave now.
+    fn next_release(&self, now: Instant) -> Option<Instant>;
+    /// Builds the next packet into `out`: its length and destination.
+    fn build(&mut self, out: &mut [u8]) -> Result<(usize, std::net::SocketAddr), quiche::Error>;
+    /// Building failed for a reason other than `Done`.
+    fn fail(&mut self);
+}
+
+impl PacketSource for quiche::Connection {
+    fn release_horizon(&self) -> Duration {
+        self.max_release_into_future()
+    }
+
+    fn next_release(&self, now: Instant) -> Option<Instant> {
+        self.get_next_release_time().and_then(|decision| decision.time(now))
+    }
+
+    fn build(&mut self, out: &mut [u8]) -> Result<(usize, std::net::SocketAddr), quiche::Error> {
+        self.send(out).map(|(len, info)| (len, info.to))
+    }
+
+    fn fail(&mut self) {
+        // quiche has queued a CONNECTION_CLOSE; its local_error() says why.
+        let _ = self.close(false, 0x1, b"internal error");
+    }
+}
+
 /// The packets of one connection on their way to the socket.
 #[derive(Debug, Default)]
 pub struct PacedSender {
     /// Packets built ahead of their release time, in release order.
     built: VecDeque<Built>,
-    /// Datagram buffers to reuse.
-    spare: Vec<Vec<u8>>,
 }
 
 impl PacedSender {
-    /// Builds packets up to quiche's release horizon and sends those that
-    /// are due. When quiche fails to build a packet it has already queued a
-    /// CONNECTION_CLOSE; the connection is closed and its `local_error()`
-    /// says why. Socket errors are returned.
-    pub fn flush(&mut self, conn: &mut quiche::Connection, socket: &UdpSocket) -> io::Result<Flush> {
-        let now = Instant::now();
-        let horizon = now + conn.max_release_into_future();
+    /// Builds packets up to quiche's release horizon and queues those that
+    /// are due in `socket`'s outbox, where consecutive ones to the same
+    /// peer share a segmented message. The caller sends the outbox
+    /// ([`udp::Socket::send_queued`]), after this connection's flush or
+    /// after several connections'. When quiche fails to build a packet it
+    /// has already queued a CONNECTION_CLOSE; the connection is closed and
+    /// its `local_error()` says why.
+    pub fn flush(&mut self, conn: &mut quiche::Connection, socket: &mut udp::Socket) -> Flush {
+        self.flush_at(conn, socket.outbox(), Instant::now())
+    }
+
+    /// [`PacedSender::flush`] at `now`: a packet is queued only if its
+    /// release time is at most [`PACING_SLACK`] after `now`, and packets
+    /// are queued in release order, so a batch never carries a packet
+    /// earlier than its pacing allows.
+    pub fn flush_at(&mut self, source: &mut impl PacketSource, outbox: &mut udp::Outbox, now: Instant) -> Flush {
+        if outbox.is_blocked() {
+            // The socket buffer is full: retry shortly, like a paced packet.
+            return Flush::Due(now + udp::RETRY_FULL_BUFFER);
+        }
+        let horizon = now + source.release_horizon();
         while self.built.len() < MAX_BUILT_AHEAD && self.built.back().is_none_or(|last| last.release <= horizon) {
-            let release = conn.get_next_release_time().and_then(|decision| decision.time(now)).unwrap_or(now);
-            let mut datagram = self.spare.pop().unwrap_or_else(|| vec![0; MAX_DATAGRAM_SIZE]);
-            match conn.send(&mut datagram) {
-                Ok((len, info)) => self.built.push_back(Built { datagram, len, to: info.to, release }),
+            let release = source.next_release(now).unwrap_or(now);
+            let mut datagram = outbox.buffer();
+            match source.build(&mut datagram) {
+                Ok((len, to)) => self.built.push_back(Built { datagram, len, to, release }),
                 Err(quiche::Error::Done) => {
-                    self.spare.push(datagram);
+                    outbox.recycle(datagram);
                     break;
                 }
                 Err(_) => {
-                    self.spare.push(datagram);
-                    let _ = conn.close(false, 0x1, b"internal error");
+                    outbox.recycle(datagram);
+                    source.fail();
                     break;
                 }
             }
         }
         while let Some(packet) = self.built.front() {
-            if packet.release > Instant::now() + PACING_SLACK {
-                return Ok(Flush::Due(packet.release));
+            if packet.release > now + PACING_SLACK {
+                return Flush::Due(packet.release);
             }
-            match socket.send_to(&packet.datagram[..packet.len], packet.to) {
-                Ok(_) => {}
-                // The socket buffer is full: retry shortly, like a paced packet.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    return Ok(Flush::Due(Instant::now() + Duration::from_millis(1)))
-                }
-                // The peer is unreachable (ICMP): the packet is lost, and
-                // quiche's timers decide what that means for the connection.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::ConnectionRefused
-                            | io::ErrorKind::HostUnreachable
-                            | io::ErrorKind::NetworkUnreachable
-                    ) => {}
-                Err(e) => return Err(e),
-            }
-            if let Some(sent) = self.built.pop_front() {
-                self.spare.push(sent.datagram);
+            if let Some(packet) = self.built.pop_front() {
+                outbox.push(packet.datagram, packet.len, packet.to);
             }
         }
-        Ok(Flush::Idle)
+        Flush::Idle
     }
 }
 
@@ -135,7 +168,10 @@ impl PacedSender {
 /// at most `max_wait`: short waits sleep, longer ones poll, because poll
 /// timeouts have millisecond resolution. A signal ends the wait early.
 pub fn wait(
-    poll: &mut mio::Poll, events: &mut mio::Events, wake: Option<Instant>, max_wait: Duration,
+    poll: &mut mio::Poll,
+    events: &mut mio::Events,
+    wake: Option<Instant>,
+    max_wait: Duration,
 ) -> io::Result<()> {
     let wait = wake.map_or(max_wait, |at| at.saturating_duration_since(Instant::now()).min(max_wait));
     if wait < SHORT_WAIT && !wait.is_zero() {
@@ -154,5 +190,113 @@ fn poll_interruptible(poll: &mut mio::Poll, events: &mut mio::Events, timeout: O
             Ok(())
         }
         result => result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use super::*;
+
+    /// A connection whose packets have scripted release times: `release[i]`
+    /// is packet i's, counted from `start`; each packet carries its number.
+    struct Scripted {
+        start: Instant,
+        release: Vec<Duration>,
+        next: usize,
+        peer: SocketAddr,
+    }
+
+    impl PacketSource for Scripted {
+        fn release_horizon(&self) -> Duration {
+            Duration::from_millis(5)
+        }
+
+        fn next_release(&self, now: Instant) -> Option<Instant> {
+            let at = self.start + *self.release.get(self.next)?;
+            (at > now).then_some(at)
+        }
+
+        fn build(&mut self, out: &mut [u8]) -> Result<(usize, SocketAddr), quiche::Error> {
+            if self.next == self.release.len() {
+                return Err(quiche::Error::Done);
+            }
+            out[..8].copy_from_slice(&(self.next as u64).to_le_bytes());
+            self.next += 1;
+            Ok((MAX_DATAGRAM_SIZE, self.peer))
+        }
+
+        fn fail(&mut self) {}
+    }
+
+    fn number(datagram: &[u8]) -> usize {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&datagram[..8]);
+        u64::from_le_bytes(bytes) as usize
+    }
+
+    #[test]
+    fn batches_never_carry_a_packet_before_its_release_time_less_the_slack() {
+        // An initial burst of 10 (quiche's unpaced burst), then one packet
+        // every 30 us, then a gap of 3 ms, then one every 400 us: some
+        // flushes find many packets due, some one, some none.
+        let mut release = vec![Duration::ZERO; 10];
+        release.extend((1..=200).map(|k| Duration::from_micros(30 * k)));
+        let paced_end = Duration::from_micros(30 * 200 + 3_000);
+        release.extend((0..20).map(|k| paced_end + Duration::from_micros(400 * k)));
+        let start = Instant::now();
+        let peer: SocketAddr = ([127, 0, 0, 1], 4433).into();
+        let mut source = Scripted { start, release: release.clone(), next: 0, peer };
+        let mut sender = PacedSender::default();
+        let mut outbox = udp::Outbox::new(udp::MAX_SEGMENTS);
+
+        // The loop wakes at uneven times: early, late, exactly when due.
+        let steps_us = [0, 7, 130, 45, 1_000, 20, 333, 90, 2_500, 60];
+        let mut now = start;
+        let mut sent = Vec::new();
+        let mut largest_message = 0;
+        for step in 0..400 {
+            let flush = sender.flush_at(&mut source, &mut outbox, now);
+            largest_message =
+                largest_message.max(outbox.messages().iter().map(|(_, lengths)| lengths.len()).max().unwrap_or(0));
+            for datagram in outbox.datagrams() {
+                let k = number(datagram);
+                assert!(
+                    start + release[k] <= now + PACING_SLACK,
+                    "packet {k} due at {:?} left at {:?}",
+                    release[k],
+                    now - start
+                );
+                sent.push(k);
+            }
+            outbox.clear();
+            match flush {
+                Flush::Idle => break,
+                // What is left is not due yet, and is the next packet.
+                Flush::Due(at) => {
+                    assert!(at > now + PACING_SLACK, "a due packet was left behind");
+                    assert_eq!(Some(at), sent.last().map(|&k| start + release[k + 1]));
+                }
+            }
+            now += Duration::from_micros(steps_us[step % steps_us.len()]);
+        }
+        // All of them, once each, in order.
+        assert_eq!(sent, (0..release.len()).collect::<Vec<_>>());
+        // The burst went out as one segmented message.
+        assert!(largest_message >= 10, "largest message {largest_message}");
+    }
+
+    #[test]
+    fn a_full_socket_buffer_holds_the_packets_back() {
+        let start = Instant::now();
+        let peer: SocketAddr = ([127, 0, 0, 1], 4433).into();
+        let mut source = Scripted { start, release: vec![Duration::ZERO; 4], next: 0, peer };
+        let mut sender = PacedSender::default();
+        let mut outbox = udp::Outbox::new(1);
+        outbox.block_for_test();
+        assert_eq!(sender.flush_at(&mut source, &mut outbox, start), Flush::Due(start + udp::RETRY_FULL_BUFFER));
+        assert!(outbox.is_empty());
+        assert_eq!(source.next, 0, "nothing built while the socket is full");
     }
 }

@@ -23,7 +23,6 @@ use flowshare_controllers::Params;
 use flowshare_controllers::Snapshot;
 use flowshare_controllers::Spec;
 use flowshare_controllers::Standard;
-use mio::net::UdpSocket;
 use mio::Events;
 use mio::Interest;
 use mio::Poll;
@@ -38,6 +37,9 @@ use crate::pacing;
 use crate::pacing::PacedSender;
 use crate::pacing::MAX_DATAGRAM_SIZE;
 use crate::select;
+use crate::udp;
+use crate::udp::Offload;
+use crate::udp::RecvBatch;
 
 /// ALPN of the transfer protocol.
 const ALPN: &[u8] = b"flowshare-transfer";
@@ -71,6 +73,9 @@ pub struct TransferConfig {
     pub time_limit: Duration,
     /// Seed of the payload generator.
     pub seed: u64,
+    /// Segmentation offload on both endpoints' sockets ([`Offload::Off`]:
+    /// one datagram per message).
+    pub offload: Offload,
 }
 
 impl TransferConfig {
@@ -87,6 +92,7 @@ impl TransferConfig {
             progress_every: Duration::from_millis(500),
             time_limit: Duration::from_secs(120),
             seed: 1,
+            offload: Offload::Auto,
         }
     }
 }
@@ -299,6 +305,7 @@ fn base_config(receiver_cc: Option<&Spec>) -> Result<quiche::Config, TransferErr
 
 /// The byte at `offset` of the payload for `seed` (splitmix64 of the 8-byte
 /// block number, so any offset can be checked without the rest).
+#[cfg(test)]
 fn payload_byte(seed: u64, offset: u64) -> u8 {
     payload_block(seed, offset / 8).to_le_bytes()[(offset % 8) as usize]
 }
@@ -310,30 +317,37 @@ fn payload_block(seed: u64, block: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Fills `buffer` with the payload starting at `offset`.
+/// Fills `buffer` with the payload starting at `offset`, a block at a
+/// time: generating the payload is most of the engine's own work, and at
+/// a gigabit per second per byte it would cost more than quiche does.
 fn fill_payload(seed: u64, offset: u64, buffer: &mut [u8]) {
-    for (i, byte) in buffer.iter_mut().enumerate() {
-        *byte = payload_byte(seed, offset + i as u64);
+    let mut filled = 0;
+    while filled < buffer.len() {
+        let position = offset + filled as u64;
+        let block = payload_block(seed, position / 8).to_le_bytes();
+        let from = (position % 8) as usize;
+        let n = (8 - from).min(buffer.len() - filled);
+        buffer[filled..filled + n].copy_from_slice(&block[from..from + n]);
+        filled += n;
     }
 }
 
 /// A UDP endpoint driving one quiche connection with pacing.
 struct Endpoint {
-    socket: UdpSocket,
+    socket: udp::Socket,
     local: SocketAddr,
     poll: Poll,
     events: Events,
-    buffer: Vec<u8>,
+    received: RecvBatch,
     sender: PacedSender,
 }
 
 const SOCKET: Token = Token(0);
 
 impl Endpoint {
-    fn new(socket: std::net::UdpSocket) -> io::Result<Endpoint> {
-        socket.set_nonblocking(true)?;
-        let mut socket = UdpSocket::from_std(socket);
-        let local = socket.local_addr()?;
+    fn new(socket: std::net::UdpSocket, offload: Offload) -> io::Result<Endpoint> {
+        let mut socket = udp::Socket::from_std(socket, offload)?;
+        let local = socket.local_addr();
         let poll = Poll::new()?;
         poll.registry().register(&mut socket, SOCKET, Interest::READABLE)?;
         Ok(Endpoint {
@@ -341,14 +355,18 @@ impl Endpoint {
             local,
             poll,
             events: Events::with_capacity(64),
-            buffer: vec![0; 65_535],
+            received: RecvBatch::new(),
             sender: PacedSender::default(),
         })
     }
 
-    /// Sends what is due; returns when the next packet is.
+    /// Sends what is due; returns when the next packet is (or when to try
+    /// again if the socket buffer was full).
     fn flush(&mut self, conn: &mut quiche::Connection) -> Result<Option<Instant>, TransferError> {
-        Ok(self.sender.flush(conn, &self.socket)?.due())
+        let due = self.sender.flush(conn, &mut self.socket).due();
+        self.socket.send_queued()?;
+        let retry = self.socket.retry_due().map(|after| Instant::now() + after);
+        Ok([due, retry].into_iter().flatten().min())
     }
 
     /// Waits for a datagram, quiche's timer or `pacing_due`, then feeds
@@ -361,17 +379,13 @@ impl Endpoint {
         let timer = conn.timeout().map(|timeout| Instant::now() + timeout);
         let wake = [timer, pacing_due].into_iter().flatten().min();
         pacing::wait(&mut self.poll, &mut self.events, wake, Duration::from_secs(1))?;
-        loop {
-            match self.socket.recv_from(&mut self.buffer) {
-                Ok((len, from)) => {
-                    let info = quiche::RecvInfo { from, to: self.local };
-                    match conn.recv(&mut self.buffer[..len], info) {
-                        Ok(_) | Err(quiche::Error::Done) => {}
-                        Err(e) => return Err(TransferError::Quic("process a packet", e)),
-                    }
+        while self.socket.recv(&mut self.received)? > 0 {
+            for (datagram, from) in self.received.datagrams() {
+                let info = quiche::RecvInfo { from, to: self.local };
+                match conn.recv(datagram, info) {
+                    Ok(_) | Err(quiche::Error::Done) => {}
+                    Err(e) => return Err(TransferError::Quic("process a packet", e)),
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e.into()),
             }
         }
         conn.on_timeout();
@@ -399,7 +413,7 @@ fn send(
         select::configure(&mut quiche_config, &config.sender);
     }
 
-    let mut endpoint = Endpoint::new(socket)?;
+    let mut endpoint = Endpoint::new(socket, config.offload)?;
     let mut conn = accept(&mut endpoint, &mut quiche_config, deadline)?;
     if config.record_trace {
         if let Some(controller) = select::controller_mut(&mut conn) {
@@ -409,7 +423,10 @@ fn send(
     let started = Instant::now();
     let mut next_progress = started;
     let mut written = 0u64;
+    // The payload from `chunk_start` on, generated once however many
+    // turns quiche takes to accept it.
     let mut chunk = vec![0u8; 64 * 1024];
+    let (mut chunk_start, mut chunk_len) = (0u64, 0usize);
 
     while !conn.is_closed() {
         if Instant::now() > deadline {
@@ -417,13 +434,17 @@ fn send(
         }
         if conn.is_established() && written < config.bytes {
             loop {
-                let len = (config.bytes - written).min(chunk.len() as u64) as usize;
-                fill_payload(config.seed, written, &mut chunk[..len]);
-                let fin = written + len as u64 == config.bytes;
-                match conn.stream_send(PAYLOAD_STREAM, &chunk[..len], fin) {
+                if written == chunk_start + chunk_len as u64 {
+                    chunk_len = (config.bytes - written).min(chunk.len() as u64) as usize;
+                    chunk_start = written;
+                    fill_payload(config.seed, written, &mut chunk[..chunk_len]);
+                }
+                let unsent = &chunk[(written - chunk_start) as usize..chunk_len];
+                let fin = chunk_start + chunk_len as u64 == config.bytes;
+                match conn.stream_send(PAYLOAD_STREAM, unsent, fin) {
                     Ok(sent) => {
                         written += sent as u64;
-                        if sent < len || written == config.bytes {
+                        if sent < unsent.len() || written == config.bytes {
                             break;
                         }
                     }
@@ -453,24 +474,34 @@ fn accept(
             return Err(TransferError::TimedOut { received: 0, expected: 0 });
         }
         endpoint.poll.poll(&mut endpoint.events, Some(Duration::from_millis(100)))?;
-        loop {
-            let (len, from) = match endpoint.socket.recv_from(&mut endpoint.buffer) {
-                Ok(received) => received,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e.into()),
-            };
-            let Ok(header) = quiche::Header::from_slice(&mut endpoint.buffer[..len], quiche::MAX_CONN_ID_LEN) else {
-                continue;
-            };
-            if header.ty != quiche::Type::Initial {
-                continue;
+        while endpoint.socket.recv(&mut endpoint.received)? > 0 {
+            let mut accepted: Option<quiche::Connection> = None;
+            for (datagram, from) in endpoint.received.datagrams() {
+                let info = quiche::RecvInfo { from, to: endpoint.local };
+                if let Some(conn) = accepted.as_mut() {
+                    // The rest of the client's first flight (a large
+                    // ClientHello spans two datagrams).
+                    match conn.recv(datagram, info) {
+                        Ok(_) | Err(quiche::Error::Done) => {}
+                        Err(e) => return Err(TransferError::Quic("process a packet", e)),
+                    }
+                    continue;
+                }
+                let Ok(header) = quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN) else {
+                    continue;
+                };
+                if header.ty != quiche::Type::Initial {
+                    continue;
+                }
+                let scid = crate::random_connection_id()?;
+                let mut conn =
+                    quiche::accept(&scid, None, endpoint.local, from, config).map_err(quic("accept the connection"))?;
+                conn.recv(datagram, info).map_err(quic("process the first packet"))?;
+                accepted = Some(conn);
             }
-            let scid = crate::random_connection_id()?;
-            let mut conn =
-                quiche::accept(&scid, None, endpoint.local, from, config).map_err(quic("accept the connection"))?;
-            let info = quiche::RecvInfo { from, to: endpoint.local };
-            conn.recv(&mut endpoint.buffer[..len], info).map_err(quic("process the first packet"))?;
-            return Ok(conn);
+            if let Some(conn) = accepted {
+                return Ok(conn);
+            }
         }
     }
 }
@@ -509,7 +540,7 @@ fn sender_report(conn: &quiche::Connection, spec: &Spec) -> SenderReport {
 fn receive(config: &TransferConfig, server: SocketAddr, deadline: Instant) -> Result<(u64, Duration), TransferError> {
     let mut quiche_config = base_config(Some(&config.receiver))?;
     quiche_config.verify_peer(false);
-    let mut endpoint = Endpoint::new(std::net::UdpSocket::bind(("127.0.0.1", 0))?)?;
+    let mut endpoint = Endpoint::new(std::net::UdpSocket::bind(("127.0.0.1", 0))?, config.offload)?;
     let scid = crate::random_connection_id()?;
     let mut conn = quiche::connect(Some("localhost"), &scid, endpoint.local, server, &mut quiche_config)
         .map_err(quic("connect"))?;
@@ -518,6 +549,7 @@ fn receive(config: &TransferConfig, server: SocketAddr, deadline: Instant) -> Re
     let mut established_at = None;
     let mut finished_at = None;
     let mut buffer = vec![0u8; 64 * 1024];
+    let mut expected = vec![0u8; buffer.len()];
     while !conn.is_closed() {
         if Instant::now() > deadline {
             return Err(TransferError::TimedOut { received, expected: config.bytes });
@@ -530,7 +562,9 @@ fn receive(config: &TransferConfig, server: SocketAddr, deadline: Instant) -> Re
                 if stream != PAYLOAD_STREAM {
                     continue;
                 }
-                if let Some(i) = (0..len).find(|&i| buffer[i] != payload_byte(config.seed, received + i as u64)) {
+                fill_payload(config.seed, received, &mut expected[..len]);
+                if buffer[..len] != expected[..len] {
+                    let i = (0..len).find(|&i| buffer[i] != expected[i]).unwrap_or(0);
                     return Err(TransferError::Corrupted { offset: received + i as u64 });
                 }
                 received += len as u64;
@@ -563,5 +597,8 @@ mod tests {
         let mut other_seed = vec![0u8; 100];
         fill_payload(8, 0, &mut other_seed);
         assert_ne!(whole, other_seed);
+        // Block by block, it is the byte-by-byte definition.
+        assert!(whole.iter().enumerate().all(|(i, &byte)| byte == payload_byte(7, i as u64)));
+        assert!(tail.iter().enumerate().all(|(i, &byte)| byte == payload_byte(7, 63 + i as u64)));
     }
 }

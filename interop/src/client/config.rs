@@ -7,6 +7,7 @@ use flowshare_controllers::Spec;
 
 use crate::endpoint::EndpointOptions;
 use crate::http::Protocol;
+use crate::io::Offload;
 
 /// Concurrent bidirectional streams the client lets the server open: HTTP/3
 /// servers open none, so this only has to be enough.
@@ -34,6 +35,9 @@ pub struct ClientConfig {
     pub resume: bool,
     /// Send requests as 0-RTT early data when resuming (zerortt).
     pub early_data: bool,
+    /// Segmentation offload on the connections' sockets (`--no-gso`:
+    /// [`Offload::Off`]).
+    pub offload: Offload,
 }
 
 impl ClientConfig {

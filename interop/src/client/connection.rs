@@ -26,6 +26,9 @@ use crate::event;
 use crate::http::Body;
 use crate::http::Protocol;
 use crate::http::H3_INTERNAL_ERROR;
+use crate::io::Capabilities;
+use crate::io::RecvBatch;
+use crate::io::Socket;
 use crate::log::Level;
 use crate::qlog;
 use crate::qlog::ControllerTrace;
@@ -101,7 +104,7 @@ struct Transfer {
 pub(super) struct ClientConn {
     index: usize,
     plan: Plan,
-    socket: mio::net::UdpSocket,
+    socket: Socket,
     local: SocketAddr,
     quic: quiche::Connection,
     id: String,
@@ -139,8 +142,9 @@ impl ClientConn {
         reporting: &Reporting,
         session: Option<&[u8]>,
     ) -> Result<ClientConn, String> {
-        let mut socket = crate::io::bind(plan.local).map_err(|e| format!("binding {}: {e}", plan.local))?;
-        let local = socket.local_addr().map_err(|e| format!("socket: {e}"))?;
+        let mut socket =
+            crate::io::bind(plan.local, config.offload).map_err(|e| format!("binding {}: {e}", plan.local))?;
+        let local = socket.local_addr();
         poll.registry().register(&mut socket, Token(index), Interest::READABLE).map_err(|e| format!("poll: {e}"))?;
         let scid = flowshare_quic::random_connection_id().map_err(|e| e.to_string())?;
         let mut quic = quiche::connect(plan.server_name.as_deref(), &scid, local, plan.server, quiche_config)
@@ -223,21 +227,23 @@ impl ClientConn {
         }
     }
 
-    pub(super) fn receive(&mut self, buffer: &mut [u8]) -> io::Result<()> {
-        loop {
-            match self.socket.recv_from(buffer) {
-                Ok((len, from)) => {
-                    let info = quiche::RecvInfo { from, to: self.local };
-                    if let Err(e) = self.quic.recv(&mut buffer[..len], info) {
-                        event!(Level::Debug, "packet_rejected", conn = self.id, error = e);
-                    }
-                    self.dirty = true;
+    /// Feeds every datagram waiting on the connection's socket to quiche.
+    pub(super) fn receive(&mut self, received: &mut RecvBatch) -> io::Result<()> {
+        while self.socket.recv(received)? > 0 {
+            for (datagram, from) in received.datagrams() {
+                let info = quiche::RecvInfo { from, to: self.local };
+                if let Err(e) = self.quic.recv(datagram, info) {
+                    event!(Level::Debug, "packet_rejected", conn = self.id, error = e);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
-                Err(e) => return Err(e),
+                self.dirty = true;
             }
         }
+        Ok(())
+    }
+
+    /// The data path of the connection's socket.
+    pub(super) fn offload(&self) -> Capabilities {
+        self.socket.capabilities()
     }
 
     /// Fires the timer, serves the requests and sends what is due, as the
@@ -261,9 +267,12 @@ impl ClientConn {
         if self.dirty {
             self.step(config, on_request);
         }
-        if self.dirty || due {
-            self.pacing_due =
-                self.sender.flush(&mut self.quic, &self.socket).map_err(|e| format!("sending: {e}"))?.due();
+        let retry = !self.socket.outbox().is_empty();
+        if self.dirty || due || retry {
+            let paced = self.sender.flush(&mut self.quic, &mut self.socket).due();
+            self.socket.send_queued().map_err(|e| format!("sending: {e}"))?;
+            let retry = self.socket.retry_due().map(|after| Instant::now() + after);
+            self.pacing_due = [paced, retry].into_iter().flatten().min();
             self.timeout_at = self.quic.timeout_instant();
         }
         if self.dirty {
@@ -650,6 +659,7 @@ impl ClientConn {
         self.reported = true;
         let mut summary = Summary::of(&self.quic, "client", &self.id, self.plan.server, self.created.elapsed());
         summary.cc = config.cc.to_string();
+        summary.offload = Some(self.socket.capabilities());
         let reason = summary
             .error
             .clone()

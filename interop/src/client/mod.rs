@@ -33,7 +33,9 @@ pub use plan::Request;
 pub use plan::Schedule;
 pub use plan::Sink;
 
-use crate::io::MAX_RECV_SIZE;
+use crate::event;
+use crate::io::RecvBatch;
+use crate::log::Level;
 
 /// Longest the loop sleeps without a timer.
 const MAX_IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -64,8 +66,18 @@ pub fn resume(
         conns.push(ClientConn::connect(index, plan, config, &mut quiche_config, &poll, &reporting, session)?);
     }
 
+    if let Some(offload) = conns.first().map(ClientConn::offload) {
+        event!(
+            Level::Debug,
+            "udp_offload",
+            gso = if offload.gso() { "on" } else { "off" },
+            gso_segments = offload.gso_segments,
+            gso_reason = offload.gso_off.unwrap_or("-"),
+            gro = if offload.gro { "on" } else { "off" },
+        );
+    }
     let mut events = Events::with_capacity(1024);
-    let mut buffer = vec![0u8; MAX_RECV_SIZE];
+    let mut received = RecvBatch::new();
     let deadline = Instant::now() + config.time_limit;
     let mut reports: Vec<Option<ConnectionReport>> = conns.iter().map(|_| None).collect();
     let mut open = conns.len();
@@ -79,7 +91,7 @@ pub fn resume(
         flowshare_quic::pacing::wait(&mut poll, &mut events, wake, MAX_IDLE_WAIT).map_err(|e| format!("poll: {e}"))?;
         for event in events.iter() {
             if let Some(conn) = conns.get_mut(event.token().0) {
-                conn.receive(&mut buffer).map_err(|e| format!("receiving: {e}"))?;
+                conn.receive(&mut received).map_err(|e| format!("receiving: {e}"))?;
             }
         }
         let now = Instant::now();

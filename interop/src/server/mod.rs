@@ -11,7 +11,12 @@
 //! quiche builds the connection's recovery state.
 //!
 //! Every connection's packets leave when quiche's pacer says
-//! (`SendInfo::at`), see [`crate::io`]. After each batch of received
+//! (`SendInfo::at`): each connection's `PacedSender` queues the packets that
+//! are due in the socket's outbox, and at the end of every turn of the loop
+//! one `sendmmsg` sends the turn's packets of all connections, consecutive
+//! packets of a connection as one segmented (GSO) message where the kernel
+//! has GSO ([`crate::io`]). Datagrams arrive by `recvmmsg`, GRO-coalesced
+//! ones cut back into datagrams. After each batch of received
 //! packets, timers or sends, the loop serves requests (`h3.rs`, `hq.rs`),
 //! moves response bodies into quiche as stream capacity allows, updates the
 //! weight of connections whose weight follows their requests
@@ -70,8 +75,11 @@ use handshake::PolicyCell;
 use crate::endpoint::Reporting;
 use crate::event;
 use crate::http::Protocol;
+use crate::io::Capabilities;
+use crate::io::Offload;
+use crate::io::RecvBatch;
+use crate::io::Socket;
 use crate::io::MAX_DATAGRAM_SIZE;
-use crate::io::MAX_RECV_SIZE;
 use crate::log::Level;
 use crate::policy;
 use crate::policy::Policy;
@@ -93,7 +101,7 @@ pub const MAX_FIELD_SECTION_SIZE: u64 = 16 * 1024;
 /// The running server.
 pub struct Server {
     config: ServerConfig,
-    socket: mio::net::UdpSocket,
+    socket: Socket,
     local: SocketAddr,
     poll: Poll,
     quiche_config: quiche::Config,
@@ -142,7 +150,13 @@ fn other(context: &str) -> impl Fn(String) -> ServerError + '_ {
 
 impl Server {
     /// Loads the policy, the certificate and binds the socket.
-    pub fn bind(mut config: ServerConfig) -> Result<Server, ServerError> {
+    pub fn bind(config: ServerConfig) -> Result<Server, ServerError> {
+        Server::bind_with_offload(config, Offload::Auto)
+    }
+
+    /// [`Server::bind`] with segmentation offload as `offload` allows
+    /// (`flowshare serve --no-gso`: [`Offload::Off`]).
+    pub fn bind_with_offload(mut config: ServerConfig, offload: Offload) -> Result<Server, ServerError> {
         let policy = config.policy.load().map_err(ServerError::Policy)?;
         if !config.root.is_dir() {
             return Err(ServerError::Other(format!("--root {}: not a directory", config.root.display())));
@@ -181,9 +195,10 @@ impl Server {
         // H3_EXCESSIVE_LOAD (patches/quiche/0003), the connection goes on.
         h3_config.set_max_field_section_size(MAX_FIELD_SECTION_SIZE);
 
-        let mut socket =
-            crate::io::bind(config.listen).map_err(|e| other(&format!("--listen {}", config.listen))(e.to_string()))?;
-        let local = socket.local_addr().map_err(|e| other("socket")(e.to_string()))?;
+        let mut socket = crate::io::bind(config.listen, offload)
+            .map_err(|e| other(&format!("--listen {}", config.listen))(e.to_string()))?;
+        let local = socket.local_addr();
+        log_offload(socket.capabilities());
         let poll = Poll::new().map_err(|e| other("poll")(e.to_string()))?;
         poll.registry().register(&mut socket, SOCKET, Interest::READABLE).map_err(|e| other("poll")(e.to_string()))?;
 
@@ -225,6 +240,11 @@ impl Server {
         self.local
     }
 
+    /// Whether the socket segments sends (GSO) and coalesces receives (GRO).
+    pub fn offload(&self) -> Capabilities {
+        self.socket.capabilities()
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> Arc<Policy> {
         self.policy.current()
@@ -256,7 +276,7 @@ impl Server {
     /// SIGINT when None.
     pub fn run_until(&mut self, until: Option<Instant>) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
-        let mut buffer = vec![0u8; MAX_RECV_SIZE];
+        let mut received = RecvBatch::new();
         let mut shutdown_deadline = None;
         loop {
             if self.reload.swap(false, Ordering::Relaxed) {
@@ -278,9 +298,11 @@ impl Server {
             }
 
             let handshake_timeout = self.config.limits.handshake_timeout;
-            let wake = self.conns.values().filter_map(|conn| conn.wake(handshake_timeout)).chain(until).min();
+            let retry = self.socket.retry_due().map(|after| Instant::now() + after);
+            let wake =
+                self.conns.values().filter_map(|conn| conn.wake(handshake_timeout)).chain(until).chain(retry).min();
             flowshare_quic::pacing::wait(&mut self.poll, &mut events, wake, MAX_IDLE_WAIT)?;
-            self.receive(&mut buffer)?;
+            self.receive(&mut received)?;
 
             let now = Instant::now();
             for conn in self.conns.values_mut() {
@@ -302,12 +324,19 @@ impl Server {
                         self.half_open -= 1;
                     }
                 }
-                conn.pacing_due = conn.sender.flush(&mut conn.quic, &self.socket)?.due();
+                conn.pacing_due = conn.sender.flush(&mut conn.quic, &mut self.socket).due();
                 conn.timeout_at = conn.quic.timeout_instant();
                 if conn.dirty {
                     conn.trace.observe(&mut conn.quic);
                 }
                 conn.dirty = false;
+            }
+            // This turn's packets of every connection, in as few system
+            // calls as the kernel allows.
+            let before = self.socket.capabilities();
+            self.socket.send_queued()?;
+            if self.socket.capabilities() != before {
+                log_offload(self.socket.capabilities());
             }
             self.collect_closed();
             if until.is_some_and(|until| Instant::now() >= until) {
@@ -336,17 +365,13 @@ impl Server {
     }
 
     /// Feeds every datagram waiting on the socket to the server.
-    fn receive(&mut self, buffer: &mut [u8]) -> io::Result<()> {
-        loop {
-            let (len, from) = match self.socket.recv_from(buffer) {
-                Ok(received) => received,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                // ICMP errors of earlier sends surface here on Linux.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
-                Err(e) => return Err(e),
-            };
-            self.handle_datagram(&mut buffer[..len], from)?;
+    fn receive(&mut self, received: &mut RecvBatch) -> io::Result<()> {
+        while self.socket.recv(received)? > 0 {
+            for (datagram, from) in received.datagrams() {
+                self.handle_datagram(datagram, from)?;
+            }
         }
+        Ok(())
     }
 
     /// The server's entry point for one datagram from `from`: finds its
@@ -509,12 +534,7 @@ impl Server {
     /// Sends a packet that belongs to no connection (Version Negotiation,
     /// Retry), ignoring a full socket buffer as a lost packet.
     fn send_stateless(&self, packet: &[u8], to: SocketAddr) -> io::Result<()> {
-        match self.socket.send_to(packet, to) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.socket.send_now(packet, to)
     }
 
     fn accept(&mut self, scid: &[u8], odcid: Option<&quiche::ConnectionId>, from: SocketAddr) {
@@ -548,6 +568,7 @@ impl Server {
 
     fn remove_closed(&mut self) {
         let reporting = &self.reporting;
+        let offload = self.socket.capabilities();
         let (half_open, per_address) = (&mut self.half_open, &mut self.per_address);
         self.conns.retain(|_, conn| {
             if !conn.quic.is_closed() && !conn.expired {
@@ -567,7 +588,8 @@ impl Server {
                 event!(Level::Debug, "connection_dropped", conn = conn.id);
                 return false;
             }
-            let summary = conn.summary();
+            let mut summary = conn.summary();
+            summary.offload = Some(offload);
             event!(
                 Level::Info,
                 "connection_closed",
@@ -582,6 +604,19 @@ impl Server {
             false
         });
     }
+}
+
+/// Says at start-up which data path the socket uses, and again if the
+/// kernel made it fall back.
+fn log_offload(offload: Capabilities) {
+    event!(
+        Level::Info,
+        "udp_offload",
+        gso = if offload.gso() { "on" } else { "off" },
+        gso_segments = offload.gso_segments,
+        gso_reason = offload.gso_off.unwrap_or("-"),
+        gro = if offload.gro { "on" } else { "off" },
+    );
 }
 
 /// Hands the memory the allocator keeps for reuse back to the system, when
