@@ -17,7 +17,7 @@
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
 //! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap` ([`crate::pa_multcp`]) |
 //! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease` ([`crate::mulcubic`]) |
-//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `flows_hit` ([`crate::multfrc`]) |
+//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `flows_hit`, `thinning` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -140,7 +140,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multfrc:n=4,b=2,t_mbi=1",
-        paper: Some("flows_hit=paper"),
+        paper: Some("flows_hit=paper,thinning=paper"),
         parse: parse::<MulTfrcConfig>,
     },
 ];
