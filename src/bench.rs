@@ -15,8 +15,6 @@
 //! CPU time per GB read from /proc: the same measurement for flowshare's
 //! server and any other.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use flowshare_controllers::spec::Delivery;
@@ -26,7 +24,6 @@ use flowshare_interop::client::ClientConfig;
 use flowshare_interop::client::Fetch;
 use flowshare_interop::client::Sink;
 use flowshare_interop::endpoint::EndpointOptions;
-use flowshare_interop::http::Protocol;
 use flowshare_interop::loadtest::cpu_time;
 use flowshare_quic::link::LinkConfig;
 use flowshare_quic::transfer;
@@ -88,21 +85,8 @@ struct ServerArgs {
     /// The client's controller.
     #[arg(long, default_value = "cubic")]
     cc: String,
-    /// Application protocol: h3 or hq-interop.
-    #[arg(long, default_value = "h3")]
-    alpn: Protocol,
-    /// Send to this address instead of resolving the URL's host.
-    #[arg(long)]
-    connect: Option<SocketAddr>,
-    /// TLS server name, instead of the URL's host.
-    #[arg(long)]
-    sni: Option<String>,
-    /// Do not verify the server's certificate.
-    #[arg(long)]
-    insecure: bool,
-    /// Trust the certificates in this PEM file.
-    #[arg(long)]
-    ca: Option<PathBuf>,
+    #[command(flatten)]
+    access: crate::h3::ServerAccess,
     /// The client sends and receives one datagram per UDP message.
     #[arg(long)]
     no_gso: bool,
@@ -221,13 +205,13 @@ fn server(args: ServerArgs) -> Result<(), String> {
         urls: vec![args.url.clone()],
         out: Some(scratch.path().to_path_buf()),
         upload: None,
-        protocol: args.alpn,
+        protocol: args.access.alpn,
         connections: 1,
         connection_per_url: false,
         resume: false,
         bind: Vec::new(),
-        connect: args.connect,
-        sni: args.sni.clone(),
+        connect: args.access.connect,
+        sni: args.access.sni.clone(),
         weight: None,
         headers: Vec::new(),
     };
@@ -238,10 +222,10 @@ fn server(args: ServerArgs) -> Result<(), String> {
     }
     let plans = schedule.batches.into_iter().next().unwrap_or_default();
     let config = ClientConfig {
-        protocol: args.alpn,
+        protocol: args.access.alpn,
         cc,
-        insecure: args.insecure,
-        ca: args.ca.clone(),
+        insecure: args.access.insecure,
+        ca: args.access.ca.clone(),
         endpoint: EndpointOptions { qlog_dir: None, keylog: None, stats: false, idle_timeout: Duration::from_secs(30) },
         time_limit: args.timeout,
         headers: schedule.headers,

@@ -183,6 +183,28 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     server.run().map_err(|e| format!("server: {e}"))
 }
 
+/// How the client reaches and trusts a server and which protocol it
+/// speaks: `flowshare get`'s and `flowshare bench server`'s options.
+#[derive(clap::Args)]
+pub struct ServerAccess {
+    /// Send to this address instead of resolving the URLs' host (the URLs'
+    /// host remains the TLS server name).
+    #[arg(long)]
+    pub connect: Option<SocketAddr>,
+    /// TLS server name, instead of the URLs' host.
+    #[arg(long)]
+    pub sni: Option<String>,
+    /// Do not verify the server's certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust the certificates in this PEM file.
+    #[arg(long)]
+    pub ca: Option<PathBuf>,
+    /// Application protocol: h3 or hq-interop.
+    #[arg(long, default_value = "h3")]
+    pub alpn: Protocol,
+}
+
 #[derive(clap::Args)]
 pub struct GetArgs {
     /// URLs to fetch (https://host:port/path), all from the same server.
@@ -212,22 +234,8 @@ pub struct GetArgs {
     /// early data.
     #[arg(long)]
     early_data: bool,
-    /// Send to this address instead of resolving the URLs' host (the URLs'
-    /// host remains the TLS server name).
-    #[arg(long)]
-    connect: Option<SocketAddr>,
-    /// TLS server name, instead of the URLs' host.
-    #[arg(long)]
-    sni: Option<String>,
-    /// Do not verify the server's certificate.
-    #[arg(long)]
-    insecure: bool,
-    /// Trust the certificates in this PEM file.
-    #[arg(long)]
-    ca: Option<PathBuf>,
-    /// Application protocol: h3 or hq-interop.
-    #[arg(long, default_value = "h3")]
-    alpn: Protocol,
+    #[command(flatten)]
+    access: ServerAccess,
     /// Upload this file to every URL (PUT) instead of downloading.
     #[arg(long)]
     upload: Option<PathBuf>,
@@ -270,22 +278,22 @@ pub fn get(args: GetArgs) -> Result<(), String> {
         urls: args.urls,
         out: args.out,
         upload: args.upload,
-        protocol: args.alpn,
+        protocol: args.access.alpn,
         connections: args.connections as usize,
         connection_per_url: args.connection_per_url,
         resume: args.resume || args.early_data,
         bind: args.bind,
-        connect: args.connect,
-        sni: args.sni,
+        connect: args.access.connect,
+        sni: args.access.sni,
         weight: args.weight,
         headers: args.headers,
     };
     let Schedule { authority, batches, headers, requests } = fetch.prepare()?;
     let config = ClientConfig {
-        protocol: args.alpn,
+        protocol: args.access.alpn,
         cc,
-        insecure: args.insecure,
-        ca: args.ca,
+        insecure: args.access.insecure,
+        ca: args.access.ca,
         endpoint: EndpointOptions {
             qlog_dir: args.qlog_dir,
             keylog: args.keylog,
