@@ -1,46 +1,40 @@
 #!/usr/bin/env bash
-# Builds flowshare's interop-runner endpoint image from nothing: no registry.
+# Builds flowshare's interop-runner endpoint image (flowshare-endpoint:latest)
+# from nothing, no registry: a thin wrapper around docker/build.sh, which
+# builds every image (endpoint, simulator, iperf, aioquic) the same way.
 #
-#   docker/build-endpoint.sh [--binary PATH] [--rebuild-base] [--base-only] [--smoke]
+#   docker/build-endpoint.sh [--binary PATH] [--rebuild-base] [--smoke]
 #
-# 1. Base image `flowshare-base:bookworm` (skipped when it exists, unless
-#    --rebuild-base): debootstrap a minimal Debian bookworm rootfs (the
-#    packages the endpoint needs: bash, iproute2, ethtool for the network
-#    set-up, libstdc++6 for BoringSSL) from the Debian mirror apt uses, and
-#    `docker import` it.
-# 2. Endpoint image `flowshare-endpoint:latest` from that base: the flowshare
-#    binary (default: the release build, `cargo build --release --bin
-#    flowshare`), interop/run_endpoint.sh and docker/endpoint/setup.sh, in
-#    the runner's endpoint layout (see docker/endpoint/Dockerfile). The
-#    build checks that every library the binary needs resolves inside the
-#    image.
-# 3. With --smoke: a server and a client container on a throw-away docker
-#    network (198.18.77.0/24), the client fetching two files with
-#    TESTCASE=transfer and then with http3, compared byte for byte; and
-#    TESTCASE=retry must exit 127. Everything it creates is removed.
+# --binary PATH    the flowshare binary (default: the release build, made
+#                  first with `cargo build --release --bin flowshare`)
+# --rebuild-base   debootstrap flowshare-base:bookworm again
+# --smoke          afterwards, a server and a client container on a throw-away
+#                  docker network (198.18.77.0/24, no simulator), the client
+#                  fetching two files with TESTCASE=transfer and then with
+#                  http3, compared byte for byte; and TESTCASE=retry must exit
+#                  127. Everything it creates is removed.
 #
-# The ns-3 simulator image and the compose files of the runner's layout are
-# the testbed's (testbed/), not built here.
+# The runner's whole layout (simulator, compose, the matrix) is in
+# docker/README.md.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
-base_image=flowshare-base:bookworm
 endpoint_image=flowshare-endpoint:latest
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 binary="${CARGO_TARGET_DIR:-$root/target}/release/flowshare"
-rebuild_base=0
-base_only=0
+build_args=(--images endpoint)
 smoke=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        --binary) binary=$2; shift 2 ;;
-        --rebuild-base) rebuild_base=1; shift ;;
+        --binary) binary=$2; build_args+=(--binary "$2"); shift 2 ;;
+        --rebuild-base) build_args+=(--rebuild-base); shift ;;
         --smoke) smoke=1; shift ;;
-        --base-only) base_only=1; shift ;;
-        *) echo "usage: $0 [--binary PATH] [--rebuild-base] [--base-only] [--smoke]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--binary PATH] [--rebuild-base] [--smoke]" >&2; exit 2 ;;
     esac
 done
+
+"$here/build.sh" "${build_args[@]}"
+[[ $smoke == 1 ]] || exit 0
 
 scratch=$(mktemp -d /tmp/flowshare-docker.XXXXXX)
 network=
@@ -51,35 +45,6 @@ cleanup() {
     rm -rf "$scratch"
 }
 trap cleanup EXIT
-
-if [[ $rebuild_base == 1 ]] || ! docker image inspect "$base_image" >/dev/null 2>&1; then
-    echo "== base: debootstrap bookworm from $mirror"
-    rootfs="$scratch/rootfs"
-    debootstrap --variant=minbase --include=iproute2,ethtool,libstdc++6,ca-certificates,procps \
-        bookworm "$rootfs" "$mirror" > "$scratch/debootstrap.log" 2>&1 \
-        || { tail -n 20 "$scratch/debootstrap.log" >&2; exit 1; }
-    # What an image does not need: package lists and caches, documentation.
-    rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/* "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/*
-    tar -C "$rootfs" --numeric-owner -c . \
-        | docker import --change 'CMD ["/bin/bash"]' --message "debootstrap --variant=minbase bookworm" - "$base_image" >/dev/null
-    rm -rf "$rootfs"
-    echo "   $(docker image inspect --format '{{.Size}}' "$base_image" | awk '{printf "%.0f MB", $1/1e6}') $base_image"
-fi
-
-[[ $base_only == 1 ]] && exit 0
-[[ -x "$binary" ]] || { echo "error: no flowshare binary at $binary (cargo build --release --bin flowshare, or --binary)" >&2; exit 1; }
-echo "== endpoint: $binary"
-context="$scratch/context"
-mkdir -p "$context"
-cp "$binary" "$context/flowshare"
-# Debug info (the release profile keeps some for profiling) is most of the size.
-strip --strip-debug "$context/flowshare" 2>/dev/null || true
-cp "$root/interop/run_endpoint.sh" "$here/endpoint/setup.sh" "$here/endpoint/Dockerfile" "$context/"
-chmod 0755 "$context/flowshare" "$context/run_endpoint.sh" "$context/setup.sh"
-DOCKER_BUILDKIT=0 docker build --quiet --build-arg "BASE=$base_image" -t "$endpoint_image" "$context" >/dev/null
-missing=$(docker run --rm --entrypoint ldd "$endpoint_image" /usr/local/bin/flowshare | grep "not found" || true)
-[[ -z "$missing" ]] || { echo "error: libraries missing in the image: $missing" >&2; exit 1; }
-echo "   $(docker image inspect --format '{{.Size}}' "$endpoint_image" | awk '{printf "%.0f MB", $1/1e6}') $endpoint_image ($(docker run --rm --entrypoint /usr/local/bin/flowshare "$endpoint_image" --version))"
 
 if [[ $smoke == 1 ]]; then
     echo "== smoke test"

@@ -56,6 +56,11 @@ enum Command {
     /// Does a weight of N give N flowshares? A grid of weights, peers,
     /// paths and queues with weight-one controls, in the lab or the testbed.
     Scorecard(scorecard::ScorecardArgs),
+    /// The QUIC interop runner's test matrix through the simulator
+    /// containers (docker/build.sh): flowshare and aioquic, each
+    /// controller, crosstraffic against iperf3 (`matrix clean` removes
+    /// leftovers).
+    Matrix(flowshare_matrix::MatrixArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +78,7 @@ fn main() -> ExitCode {
         Command::Testbed(args) => flowshare_testbed::cli::run(args),
         Command::Compare(args) => flowshare_testbed::cli::compare(args),
         Command::Scorecard(args) => scorecard::run(args),
+        Command::Matrix(args) => flowshare_matrix::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# Network set-up of an interop-runner endpoint container, as the runner's
-# own endpoint base image does it: the container sits on a /24 whose .2 is
-# the ns-3 simulator, which routes to the other side's network.
+# Network set-up of a container behind the simulator (the flowshare,
+# aioquic and iperf images): the container sits on a /24 whose .2 is the
+# simulator, which routes to the other side's network.
+#
+# No address is written here: the gateway is .2 of the container's own
+# subnet, and everything that is not on the container's own link (the
+# other side's subnet, whatever the layout: 198.18.0.0/24 and
+# 198.19.0.0/24 here, 193.167.0.0/24 and 193.167.100.0/24 in the upstream
+# runner's) goes through it. The on-link route of the container's own /24
+# is removed, as the runner's endpoint images do, so that even a neighbour
+# on the same network is reached through the simulator; the gateway stays
+# reachable as a host route.
 set -u
 
+dev=${SETUP_INTERFACE:-eth0}
 echo "flowshare setup: routing through the simulator"
-# Docker leaves UDP checksums to the NIC; through ns-3 the receiver needs
-# real ones, so compute them in software.
-ethtool -K eth0 tx off >/dev/null 2>&1 || true
+# Docker leaves checksums and segmentation to the NIC; through ns-3 the
+# receiver needs real checksums and MTU-sized packets, so do both in
+# software.
+ethtool -K "$dev" tx off tso off gso off >/dev/null 2>&1 || ethtool -K "$dev" tx off >/dev/null 2>&1 || true
 
-ipv4=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1 | head -n 1)
-if [[ -n "$ipv4" ]]; then
-    ip route add 193.167.0.0/16 via "${ipv4%.*}.2" || true
-    ip route del "${ipv4%.*}.0/24" dev eth0 2>/dev/null || true
-    echo "flowshare setup: IPv4 $ipv4 via ${ipv4%.*}.2"
+cidr=$(ip -4 -o addr show dev "$dev" scope global | awk '{print $4}' | head -n 1)
+if [[ -n "$cidr" ]]; then
+    ipv4=${cidr%/*}
+    prefix=${cidr#*/}
+    gateway="${ipv4%.*}.2"
+    if [[ "$ipv4" == "$gateway" ]]; then
+        echo "flowshare setup: this container has the simulator's address $ipv4; not routing" >&2
+    else
+        ip route replace "$gateway/32" dev "$dev"
+        ip route replace default via "$gateway" dev "$dev"
+        ip route del "${ipv4%.*}.0/$prefix" dev "$dev" 2>/dev/null || true
+        echo "flowshare setup: IPv4 $ipv4/$prefix via $gateway"
+    fi
 fi
-ipv6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1)
+ipv6=$(ip -6 -o addr show dev "$dev" scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1)
 if [[ -n "$ipv6" ]]; then
-    ip -6 route add fd00:cafe:cafe::/48 via "${ipv6%:*}:2" || true
-    ip -6 route del "${ipv6%:*}:/64" dev eth0 2>/dev/null || true
-    echo "flowshare setup: IPv6 $ipv6 via ${ipv6%:*}:2"
+    gateway6="${ipv6%:*}:2"
+    ip -6 route replace "$gateway6/128" dev "$dev" 2>/dev/null || true
+    ip -6 route replace default via "$gateway6" dev "$dev" 2>/dev/null || true
+    ip -6 route del "${ipv6%:*}:/64" dev "$dev" 2>/dev/null || true
+    echo "flowshare setup: IPv6 $ipv6 via $gateway6"
 fi
-mkdir -p /logs/qlog
+mkdir -p /logs/qlog 2>/dev/null || true

@@ -30,6 +30,19 @@
 // interval), --monitor (lag and queues each interval) and --summary (JSON
 // at the end).
 //
+// The container image flowshare-sim (docker/sim/run.sh) runs the same
+// program in the QUIC network simulator's role, with the runner's scenario
+// vocabulary: --scenario=simple-p2p|blackhole|drop-rate|corrupt-rate,
+// --on/--off/--repeat (blackhole), --rate_to_server/--rate_to_client in
+// percent and --burst_to_server/--burst_to_client (drop-rate: at most that
+// many drops in a row; corrupt-rate: one byte of the UDP payload changed,
+// checksum fixed, so the endpoint sees a corrupted QUIC packet), --pcap=DIR
+// (trace_node_left.pcap, trace_node_right.pcap of the emulated devices),
+// --readyPort (ns-3 itself accepts TCP connections there once it runs),
+// --stdin=false (no control on stdin), and --waitQuic=HOST:PORT, which only
+// waits until a QUIC server answers a probe with Version Negotiation and
+// exits (0 answered, 1 not within --waitSeconds).
+//
 // Build: testbed/ns3/build.sh.
 
 #include "ns3/core-module.h"
@@ -43,6 +56,8 @@
 
 #include <arpa/inet.h>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -53,6 +68,9 @@
 #include <memory>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <random>
 #include <sstream>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -216,14 +234,106 @@ class PathErrorModel : public ErrorModel
         m_blackhole = blackhole;
     }
 
+    // The runner's drop-rate (probability, at most maxBurst drops in a row,
+    // 0 for no limit) and corrupt-rate (probability) scenarios.
+    void ConfigureScenario(double dropRate, uint32_t maxBurst, double corruptRate)
+    {
+        m_dropRate = dropRate;
+        m_maxBurst = maxBurst;
+        m_corruptRate = corruptRate;
+    }
+
+    uint64_t Corrupted() const
+    {
+        return m_corrupted;
+    }
+
   private:
-    bool DoCorrupt(Ptr<Packet>) override
+    bool DoCorrupt(Ptr<Packet> packet) override
     {
         if (m_blackhole && m_blackhole->load(std::memory_order_relaxed))
         {
             return true;
         }
-        return m_loss > 0 && m_random->GetValue() < m_loss;
+        if (m_loss > 0 && m_random->GetValue() < m_loss)
+        {
+            return true;
+        }
+        if (m_dropRate > 0)
+        {
+            if (m_random->GetValue() < m_dropRate && (m_maxBurst == 0 || m_run < m_maxBurst))
+            {
+                m_run += 1;
+                return true;
+            }
+            m_run = 0;
+        }
+        if (m_corruptRate > 0 && m_random->GetValue() < m_corruptRate && CorruptUdp(packet))
+        {
+            m_corrupted += 1;
+        }
+        return false;
+    }
+
+    // Changes one byte of a UDP payload (after the first, so that a QUIC
+    // packet keeps its header form) and fixes the UDP checksum, so that the
+    // receiver's kernel delivers the damaged datagram. The packet starts
+    // with the 2-byte PPP header. Returns whether it was UDP over IPv4.
+    bool CorruptUdp(Ptr<Packet> packet)
+    {
+        uint32_t size = packet->GetSize();
+        if (size < 2 + 20 + 8 + 2)
+        {
+            return false;
+        }
+        std::vector<uint8_t> bytes(size);
+        packet->CopyData(bytes.data(), size);
+        uint8_t* ip = bytes.data() + 2;
+        uint32_t headerLength = (ip[0] & 0x0f) * 4;
+        if ((ip[0] >> 4) != 4 || ip[9] != 17 || size < 2 + headerLength + 8 + 2)
+        {
+            return false;
+        }
+        uint8_t* udp = ip + headerLength;
+        uint32_t udpLength = (uint32_t(udp[4]) << 8) | udp[5];
+        if (udpLength < 8 + 2 || 2 + headerLength + udpLength > size)
+        {
+            return false;
+        }
+        uint32_t payload = udpLength - 8;
+        uint32_t offset = 1 + uint32_t(m_random->GetInteger(0, payload - 2));
+        udp[8 + offset] ^= uint8_t(m_random->GetInteger(1, 255));
+        // RFC 768 checksum over the pseudo-header and the datagram.
+        udp[6] = 0;
+        udp[7] = 0;
+        uint64_t sum = 0;
+        for (int i = 12; i < 20; i += 2)
+        {
+            sum += (uint32_t(ip[i]) << 8) | ip[i + 1];
+        }
+        sum += 17 + udpLength;
+        for (uint32_t i = 0; i + 1 < udpLength; i += 2)
+        {
+            sum += (uint32_t(udp[i]) << 8) | udp[i + 1];
+        }
+        if (udpLength % 2)
+        {
+            sum += uint32_t(udp[udpLength - 1]) << 8;
+        }
+        while (sum >> 16)
+        {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        uint16_t checksum = uint16_t(~sum & 0xffff);
+        if (checksum == 0)
+        {
+            checksum = 0xffff;
+        }
+        udp[6] = uint8_t(checksum >> 8);
+        udp[7] = uint8_t(checksum & 0xff);
+        packet->RemoveAtEnd(size);
+        packet->AddAtEnd(Create<Packet>(bytes.data(), size));
+        return true;
     }
 
     void DoReset() override
@@ -231,9 +341,76 @@ class PathErrorModel : public ErrorModel
     }
 
     double m_loss = 0;
+    double m_dropRate = 0;
+    uint32_t m_maxBurst = 0;
+    uint32_t m_run = 0;
+    double m_corruptRate = 0;
+    uint64_t m_corrupted = 0;
     const std::atomic<bool>* m_blackhole = nullptr;
     Ptr<UniformRandomVariable> m_random;
 };
+
+// Waits until a QUIC server at HOST:PORT answers a probe, a 1200-byte
+// datagram with a long header of a reserved version (RFC 9000 section 15),
+// which a server answers with Version Negotiation. Returns whether it did
+// within `seconds`.
+bool
+WaitForQuicServer(const std::string& target, double seconds)
+{
+    size_t colon = target.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == target.size())
+    {
+        Fail("--waitQuic must be HOST:PORT, got " + target);
+    }
+    std::string host = target.substr(0, colon);
+    std::string port = target.substr(colon + 1);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::mt19937 random(std::random_device{}());
+    std::vector<uint8_t> probe(1200, 0);
+    probe[0] = 0xc0;
+    probe[1] = 0x1a, probe[2] = 0x2a, probe[3] = 0x3a, probe[4] = 0x4a;
+    probe[5] = 8;
+    for (int i = 0; i < 8; ++i)
+    {
+        probe[6 + i] = uint8_t(random());
+    }
+    probe[14] = 8;
+    for (int i = 0; i < 8; ++i)
+    {
+        probe[15 + i] = uint8_t(random());
+    }
+    while (std::chrono::steady_clock::now() < deadline)
+    {
+        addrinfo hints{};
+        hints.ai_family = AF_INET;
+        hints.ai_socktype = SOCK_DGRAM;
+        addrinfo* found = nullptr;
+        if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) == 0 && found)
+        {
+            int fd = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+            if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                send(fd, probe.data(), probe.size(), 0) == ssize_t(probe.size()))
+            {
+                pollfd waiting{fd, POLLIN, 0};
+                uint8_t answer[1500];
+                if (poll(&waiting, 1, 300) == 1 && recv(fd, answer, sizeof(answer), 0) > 0)
+                {
+                    close(fd);
+                    freeaddrinfo(found);
+                    std::cout << "bottleneck: " << target << " answered" << std::endl;
+                    return true;
+                }
+            }
+            if (fd >= 0)
+            {
+                close(fd);
+            }
+            freeaddrinfo(found);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+}
 
 NS_OBJECT_ENSURE_REGISTERED(PathErrorModel);
 
@@ -318,6 +495,8 @@ class Testbed
     void SendCbr(CbrSource* source);
     void ReadCommands();
     void WriteSummary();
+    void SetBlackholes(bool on);
+    void ListenForReadiness(Ptr<Node> node);
     double Now() const;
 
     // Command line.
@@ -334,6 +513,18 @@ class Testbed
     std::string m_seriesPath;
     std::string m_monitorPath;
     std::string m_summaryPath;
+    // The runner's scenario vocabulary (flowshare-sim).
+    std::string m_scenario;
+    double m_rateToServer = 0;
+    double m_rateToClient = 0;
+    uint32_t m_burstToServer = 0;
+    uint32_t m_burstToClient = 0;
+    Time m_blackholeOn;
+    Time m_blackholeOff;
+    uint32_t m_blackholeRepeat = 1;
+    std::string m_pcapDirectory;
+    uint16_t m_readyPort = 0;
+    bool m_readStdin = true;
 
     // Topology.
     Ptr<Node> m_right;
@@ -344,6 +535,9 @@ class Testbed
     std::vector<std::pair<std::string, int>> m_rawSockets;
     std::vector<std::unique_ptr<CbrSource>> m_cbrSources;
     std::vector<double> m_eventWindow;
+    std::vector<Ptr<PathErrorModel>> m_toClientErrors;
+    std::vector<Ptr<PathErrorModel>> m_toServerErrors;
+    std::vector<Ptr<Socket>> m_readySockets;
 
     // Measurements.
     std::map<FlowKey, FlowCounters> m_interval_counters;
@@ -380,6 +574,11 @@ Testbed::Parse(int argc, char* argv[])
     std::string client = "l0";
     std::string left = "198.18.0.2/24";
     double intervalMs = 100;
+    std::string on;
+    std::string off;
+    std::string waitQuic;
+    double waitSeconds = 10;
+    uint32_t readyPort = 0;
 
     CommandLine cmd;
     cmd.AddValue("bandwidth", "bottleneck rate per link, e.g. 10Mbps[,20Mbps]", bandwidth);
@@ -399,7 +598,61 @@ Testbed::Parse(int argc, char* argv[])
     cmd.AddValue("series", "per-flow series CSV", m_seriesPath);
     cmd.AddValue("monitor", "lag and queue CSV", m_monitorPath);
     cmd.AddValue("summary", "summary JSON written at the end", m_summaryPath);
+    cmd.AddValue("scenario", "the runner's scenario: simple-p2p, blackhole, drop-rate, corrupt-rate", m_scenario);
+    cmd.AddValue("rate_to_server", "drop-rate/corrupt-rate: percent of packets towards the server", m_rateToServer);
+    cmd.AddValue("rate_to_client", "drop-rate/corrupt-rate: percent of packets towards the client", m_rateToClient);
+    cmd.AddValue("burst_to_server", "drop-rate: at most this many drops in a row towards the server", m_burstToServer);
+    cmd.AddValue("burst_to_client", "drop-rate: at most this many drops in a row towards the client", m_burstToClient);
+    cmd.AddValue("on", "blackhole: time traffic flows before each blackout, e.g. 5s", on);
+    cmd.AddValue("off", "blackhole: length of each blackout, e.g. 2s", off);
+    cmd.AddValue("repeat", "blackhole: number of blackouts", m_blackholeRepeat);
+    cmd.AddValue("pcap", "directory for trace_node_left.pcap and trace_node_right.pcap", m_pcapDirectory);
+    cmd.AddValue("readyPort", "accept TCP connections on this port on every node once running (0: none)", readyPort);
+    cmd.AddValue("stdin", "read control commands from stdin (end of input stops)", m_readStdin);
+    cmd.AddValue("waitQuic", "only wait for a QUIC server HOST:PORT to answer a probe, then exit", waitQuic);
+    cmd.AddValue("waitSeconds", "how long --waitQuic waits", waitSeconds);
     cmd.Parse(argc, argv);
+
+    if (!waitQuic.empty())
+    {
+        std::exit(WaitForQuicServer(waitQuic, waitSeconds) ? 0 : 1);
+    }
+    if (readyPort > 65535)
+    {
+        Fail("--readyPort must be a port number");
+    }
+    m_readyPort = uint16_t(readyPort);
+    if (!m_scenario.empty() && m_scenario != "simple-p2p" && m_scenario != "blackhole" &&
+        m_scenario != "drop-rate" && m_scenario != "corrupt-rate")
+    {
+        Fail("--scenario " + m_scenario + " is not supported (accepted: simple-p2p, blackhole, drop-rate, corrupt-rate)");
+    }
+    bool scenarioRates = m_rateToServer != 0 || m_rateToClient != 0 || m_burstToServer != 0 || m_burstToClient != 0;
+    if (scenarioRates && m_scenario != "drop-rate" && m_scenario != "corrupt-rate")
+    {
+        Fail("--rate_to_server, --rate_to_client and the bursts need --scenario=drop-rate or corrupt-rate");
+    }
+    if (m_rateToServer < 0 || m_rateToServer > 100 || m_rateToClient < 0 || m_rateToClient > 100)
+    {
+        Fail("--rate_to_server and --rate_to_client are percentages in [0, 100]");
+    }
+    if ((!on.empty() || !off.empty()) && m_scenario != "blackhole")
+    {
+        Fail("--on and --off need --scenario=blackhole");
+    }
+    if (m_scenario == "blackhole")
+    {
+        if (on.empty() || off.empty())
+        {
+            Fail("--scenario=blackhole needs --on and --off, e.g. --on=5s --off=2s");
+        }
+        m_blackholeOn = Time(on);
+        m_blackholeOff = Time(off);
+        if (m_blackholeOn.IsNegative() || !m_blackholeOff.IsStrictlyPositive() || m_blackholeRepeat == 0)
+        {
+            Fail("--on must not be negative, --off must be positive and --repeat at least 1");
+        }
+    }
 
     auto rates = Split(bandwidth, ',');
     auto delays = Split(delay, ',');
@@ -487,18 +740,28 @@ Testbed::Build()
         m_left.push_back(CreateObject<Node>());
     }
     InternetStackHelper internet;
+    // IPv4 only: Debian's ns-3 3.37 must not meet IPv6 on the emulated
+    // devices (neighbour discovery from containers with IPv6 networks).
+    internet.SetIpv6StackInstall(false);
     internet.Install(m_right);
     for (auto& node : m_left)
     {
         internet.Install(node);
     }
 
-    auto addEmu = [this](Ptr<Node> node, const std::string& interface, const std::string& cidr) {
+    auto addEmu = [this](Ptr<Node> node, const std::string& interface, const std::string& cidr,
+                         const std::string& pcapName) {
         RawSocketEmuHelper emu;
         emu.SetDeviceName(interface);
         Ptr<FdNetDevice> device = DynamicCast<FdNetDevice>(emu.Install(node).Get(0));
         device->SetAddress(InterfaceMac(interface));
         m_rawSockets.emplace_back(interface, emu.LastSocket());
+        if (!m_pcapDirectory.empty())
+        {
+            // What this side's endpoints sent and received, as the runner's
+            // trace checks read it.
+            emu.EnablePcap(m_pcapDirectory + "/" + pcapName, device, false, true);
+        }
         auto parts = Split(cidr, '/');
         if (parts.size() != 2)
         {
@@ -512,7 +775,7 @@ Testbed::Build()
         ipv4->SetUp(index);
         return index;
     };
-    uint32_t rightEmu = addEmu(m_right, m_serverInterface, m_rightAddress);
+    uint32_t rightEmu = addEmu(m_right, m_serverInterface, m_rightAddress, "trace_node_right.pcap");
     (void)rightEmu;
 
     Ipv4StaticRoutingHelper staticRouting;
@@ -520,7 +783,10 @@ Testbed::Build()
     for (size_t i = 0; i < count; ++i)
     {
         const LinkConfig& link = m_links[i];
-        addEmu(m_left[i], m_clientInterfaces[i], m_leftAddresses[i]);
+        addEmu(m_left[i],
+               m_clientInterfaces[i],
+               m_leftAddresses[i],
+               i == 0 ? std::string("trace_node_left.pcap") : "trace_node_left_" + std::to_string(i) + ".pcap");
 
         PointToPointHelper p2p;
         p2p.SetDeviceAttribute("DataRate", DataRateValue(link.rate));
@@ -569,6 +835,18 @@ Testbed::Build()
         Ptr<PathErrorModel> up = CreateObject<PathErrorModel>();
         up->Configure(0, m_blackholes.back().get());
         devices.Get(1)->SetAttribute("ReceiveErrorModel", PointerValue(up));
+        if (m_scenario == "drop-rate")
+        {
+            down->ConfigureScenario(m_rateToClient / 100, m_burstToClient, 0);
+            up->ConfigureScenario(m_rateToServer / 100, m_burstToServer, 0);
+        }
+        else if (m_scenario == "corrupt-rate")
+        {
+            down->ConfigureScenario(0, 0, m_rateToClient / 100);
+            up->ConfigureScenario(0, 0, m_rateToServer / 100);
+        }
+        m_toClientErrors.push_back(down);
+        m_toServerErrors.push_back(up);
 
         uint32_t linkIndex = i;
         devices.Get(0)->TraceConnectWithoutContext(
@@ -632,6 +910,28 @@ Testbed::Build()
         Simulator::Schedule(Seconds(0), &Testbed::SendCbr, this, source.get());
     }
 
+    if (m_readyPort != 0)
+    {
+        ListenForReadiness(m_right);
+        for (auto& node : m_left)
+        {
+            ListenForReadiness(node);
+        }
+    }
+    if (m_scenario == "blackhole")
+    {
+        // Traffic flows for --on, then nothing crosses for --off, --repeat
+        // times; after that it flows for good.
+        Time at = Seconds(0);
+        for (uint32_t k = 0; k < m_blackholeRepeat; ++k)
+        {
+            at += m_blackholeOn;
+            Simulator::Schedule(at, &Testbed::SetBlackholes, this, true);
+            at += m_blackholeOff;
+            Simulator::Schedule(at, &Testbed::SetBlackholes, this, false);
+        }
+    }
+
     m_socketPackets.assign(m_rawSockets.size(), 0);
     m_socketDrops.assign(m_rawSockets.size(), 0);
     if (!m_seriesPath.empty())
@@ -650,6 +950,43 @@ Testbed::Build()
         }
         m_monitor << ",socket_drops\n";
     }
+}
+
+void
+Testbed::SetBlackholes(bool on)
+{
+    for (auto& blackhole : m_blackholes)
+    {
+        blackhole->store(on);
+    }
+    std::cout << "blackhole " << (on ? "on" : "off") << " at " << Now() << " s" << std::endl;
+}
+
+void
+Testbed::ListenForReadiness(Ptr<Node> node)
+{
+    // A TCP listener inside ns-3: a connection to it succeeds only while the
+    // emulation runs, which is what the runner's endpoints wait for.
+    Ptr<Socket> listener = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
+    if (listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), m_readyPort)) != 0 || listener->Listen() != 0)
+    {
+        Fail("cannot listen on TCP port " + std::to_string(m_readyPort) + " inside ns-3");
+    }
+    listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                                MakeCallback(
+                                    +[](Testbed* self, Ptr<Socket> socket, const Address&) {
+                                        socket->SetRecvCallback(MakeCallback(+[](Ptr<Socket> s) {
+                                            while (s->Recv())
+                                            {
+                                            }
+                                        }));
+                                        socket->SetCloseCallbacks(
+                                            MakeCallback(+[](Ptr<Socket> s) { s->Close(); }),
+                                            MakeCallback(+[](Ptr<Socket>) {}));
+                                        self->m_readySockets.push_back(socket);
+                                    })
+                                    .Bind(this));
+    m_readySockets.push_back(listener);
 }
 
 void
@@ -852,7 +1189,8 @@ Testbed::WriteSummary()
     }
     std::ofstream out(m_summaryPath);
     out << std::setprecision(10);
-    out << "{\n  \"lag\": {\"ticks\": " << m_ticks << ", \"late_ticks\": " << m_lateTicks
+    out << "{\n  \"scenario\": \"" << (m_scenario.empty() ? "testbed" : m_scenario) << "\",\n";
+    out << "  \"lag\": {\"ticks\": " << m_ticks << ", \"late_ticks\": " << m_lateTicks
         << ", \"late_threshold_ms\": " << kLateMs << ", \"max_ms\": " << m_maxLagMs
         << ", \"mean_ms\": " << (m_ticks ? m_lagSumMs / m_ticks : 0) << "},\n";
     out << "  \"sockets\": [";
@@ -873,7 +1211,8 @@ Testbed::WriteSummary()
             << ", \"down_dropped\": " << down.nTotalDroppedPackets << ", \"up_dropped\": "
             << up.nTotalDroppedPackets << ", \"max_queue_packets\": " << m_maxQueue[i]
             << ", \"mean_sojourn_s\": " << (m_sojournCount[i] ? m_sojournSum[i] / m_sojournCount[i] : 0)
-            << "}";
+            << ", \"corrupted_to_client\": " << m_toClientErrors[i]->Corrupted()
+            << ", \"corrupted_to_server\": " << m_toServerErrors[i]->Corrupted() << "}";
     }
     out << "],\n  \"flows\": [";
     bool first = true;
@@ -899,9 +1238,12 @@ Testbed::Run()
         std::cout << "ready" << std::endl;
         Simulator::Schedule(m_interval, &Testbed::Tick, this);
     });
-    m_commands = std::thread(&Testbed::ReadCommands, this);
-    // The reader blocks on stdin; it ends with the process.
-    m_commands.detach();
+    if (m_readStdin)
+    {
+        m_commands = std::thread(&Testbed::ReadCommands, this);
+        // The reader blocks on stdin; it ends with the process.
+        m_commands.detach();
+    }
     Simulator::Run();
     WriteSummary();
     std::cout << "stopped" << std::endl;
