@@ -34,6 +34,10 @@ use crate::builtin::Case;
 use crate::cli::MachineArgs;
 use crate::scenario::Transport;
 
+/// The weighted flows' access delay and jitter, ms: none, every path's
+/// delay is its link's (the testbed refuses access delays).
+const NO_ACCESS: (f64, f64) = (0.0, 0.0);
+
 /// The controllers whose weight the issue asks the testbed to prove.
 const CONTROLLERS: [&str; 2] = ["pa-multcp", "multfrc"];
 
@@ -124,7 +128,7 @@ fn case(campaign: &Campaign, job: &Job) -> Result<Case, String> {
     let group = &campaign.groups[job.group];
     let (peer, paced) = pacing(&group.peer);
     let (_, transport) = builtin::peer(peer, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
-    let scenario = group.scenario(job.cell, TESTBED_START_SPREAD_S, &|count| {
+    let scenario = group.scenario(job.cell, TESTBED_START_SPREAD_S, NO_ACCESS, &|count| {
         builtin::peer(peer, count, &[flowshare_lab::scenario::BOTTLENECK]).map(|(flow, _)| flow)
     })?;
     let transports = vec![Transport::Quic, transport];
@@ -161,6 +165,8 @@ pub fn run(
     let mut budget = Duration::from_secs_f64(machine.wait_quiet.max(0.0));
     let started = Instant::now();
     let mut done = 0usize;
+    let mut succeeded = 0usize;
+    let mut first_failure: Option<String> = None;
     let mut execute = |jobs: &[Job], round: usize| {
         let mut samples = Vec::with_capacity(jobs.len());
         for (k, job) in jobs.iter().enumerate() {
@@ -179,10 +185,12 @@ pub fn run(
                 Ok((outcome, summary, _)) => {
                     let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
                     samples.push(Sample::of(&outcome.run, outcome.emulation.trusted && quiet));
+                    succeeded += 1;
                 }
                 Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
                 Err(error) => {
                     eprintln!("[scorecard] {} seed {} failed: {error}", case.name, job.seed);
+                    first_failure.get_or_insert_with(|| format!("{} seed {}: {error}", case.name, job.seed));
                     samples.push(None);
                 }
             }
@@ -190,5 +198,42 @@ pub fn run(
         }
         Ok(samples)
     };
-    campaign.run(&mut execute)
+    let scorecard = campaign.run(&mut execute)?;
+    match first_failure {
+        // Nothing to judge: a scorecard of empty cells would hide why.
+        Some(failure) if succeeded == 0 => Err(format!("every run failed; the first: {failure}")),
+        _ => Ok(scorecard),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every cell of the quick and the full grid, with paced and unpaced
+    /// Linux peers, makes a scenario the testbed can run: the grid is
+    /// shared with the lab, whose flows have access delays the testbed
+    /// refuses.
+    #[test]
+    fn every_cell_of_the_grids_plans_as_a_testbed_run() {
+        for quick in [true, false] {
+            let options = Options {
+                quick,
+                peers: (!quick)
+                    .then(|| vec!["tcp-cubic-paced".to_string(), "cubic".to_string(), "tcp-reno".to_string()]),
+                ..Options::default()
+            };
+            let campaign = campaign(&options, None).expect("campaign");
+            for (position, group) in campaign.own_groups() {
+                for cell in group.cells() {
+                    let job = Job { group: position, cell, seed: 1 };
+                    let case = case(&campaign, &job).expect("case");
+                    let mut notes = String::new();
+                    if let Err(error) = case.scenario.plan(1, &mut notes) {
+                        panic!("{}: {error}", case.name);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -128,11 +128,15 @@ impl Group {
 
     /// The scenario of `cell`, the path's duration long (the first quarter
     /// is warm-up); `peer_flows(count)` gives the standard flows (the lab
-    /// puts the peer spec in `cc`, the testbed also picks their transport).
+    /// puts the peer spec in `cc`, the testbed also picks their transport)
+    /// and `access` the weighted flows' access delay and jitter, ms (the
+    /// lab's [`LAB_ACCESS_MS`]; the testbed has none: every path's delay
+    /// is its link's).
     pub fn scenario(
         &self,
         cell: Cell,
         start_spread_s: f64,
+        access: (f64, f64),
         peer_flows: &dyn Fn(usize) -> Result<FlowConfig, String>,
     ) -> Result<Scenario, String> {
         let spec = self.controller.parse::<flowshare_controllers::Spec>().map_err(|e| e.to_string())?;
@@ -147,7 +151,7 @@ impl Group {
             .with_buffer_bdp(queue.buffer_bdp, self.path.rtt_ms);
         let name = format!("scorecard {} n={}", self.key(), cell.weight());
         let weighted = FlowConfig::bulk(&spec.to_string(), controller_flows, &[BOTTLENECK])
-            .with_access(1.0, 1.0)
+            .with_access(access.0, access.1)
             .with_role(Role::Weighted);
         let peers = peer_flows(standard)?.with_role(Role::Standard);
         let duration_s = self.path.duration_s;
@@ -186,10 +190,14 @@ pub fn groups(
     groups
 }
 
-/// The lab's standard flows of `peer`: bulk flows with 1 ms access delay
-/// and up to 1 ms jitter, as in the experiments.
+/// The lab's access delay and jitter of every flow, ms, as in the
+/// experiments: the jitter breaks the phase effects of identical paths.
+pub const LAB_ACCESS_MS: (f64, f64) = (1.0, 1.0);
+
+/// The lab's standard flows of `peer`: bulk flows with the lab's access
+/// delay and jitter.
 pub fn lab_peers(peer: &str, count: usize) -> FlowConfig {
-    FlowConfig::bulk(peer, count, &[BOTTLENECK]).with_access(1.0, 1.0)
+    FlowConfig::bulk(peer, count, &[BOTTLENECK]).with_access(LAB_ACCESS_MS.0, LAB_ACCESS_MS.1)
 }
 
 #[cfg(test)]
@@ -205,7 +213,7 @@ mod tests {
     fn paper_scale_cells_keep_the_total_of_flowshares_and_the_control_has_ten_flows() {
         let group = group(Flows::Total(200));
         let flows = |cell| {
-            let scenario = group.scenario(cell, 2.0, &|count| Ok(lab_peers("cubic", count))).unwrap();
+            let scenario = group.scenario(cell, 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count))).unwrap();
             (scenario.flows[0].count, scenario.flows[1].count, scenario.flows[0].cc.clone().unwrap_or_default())
         };
         assert_eq!(flows(Cell::Control), (10, 190, "pa-multcp:n=1".into()));
@@ -216,7 +224,8 @@ mod tests {
     #[test]
     fn a_cell_runs_its_queue_and_resolves() {
         let group = group(Flows::Standard(4));
-        let scenario = group.scenario(Cell::Weight(8.0), 2.0, &|count| Ok(lab_peers("cubic", count))).unwrap();
+        let scenario =
+            group.scenario(Cell::Weight(8.0), 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count))).unwrap();
         assert_eq!((scenario.flows[0].count, scenario.flows[1].count), (1, 4));
         assert_eq!(scenario.links[0].buffer_bdp, Some(0.5));
         assert_eq!(scenario.warmup_s, 25.0);

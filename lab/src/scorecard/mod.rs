@@ -123,8 +123,9 @@ pub fn run_lab(campaign: &Campaign, threads: usize) -> Result<Scorecard, String>
         let mut runs = Vec::with_capacity(jobs.len());
         for job in jobs {
             let group = &campaign.groups[job.group];
-            let scenario =
-                group.scenario(job.cell, LAB_START_SPREAD_S, &|count| Ok(grid::lab_peers(&group.peer, count)))?;
+            let scenario = group.scenario(job.cell, LAB_START_SPREAD_S, grid::LAB_ACCESS_MS, &|count| {
+                Ok(grid::lab_peers(&group.peer, count))
+            })?;
             let setup = scenario.resolve().map_err(|e| format!("{}: {e}", group.key()))?;
             runs.push(sweep::Job { setup, seed: job.seed });
         }
