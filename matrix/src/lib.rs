@@ -14,6 +14,7 @@
 
 mod cases;
 mod docker;
+mod one_test;
 mod report;
 mod run;
 mod sim;
