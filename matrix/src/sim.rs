@@ -4,10 +4,13 @@
 
 use std::path::Path;
 
+use flowshare_testbed::emulator::read_series;
+use flowshare_testbed::emulator::read_summary;
+use flowshare_testbed::results::Emulation;
 use serde::Serialize;
-use serde_json::Value;
 
-/// Real-time health of one emulation, from ns3-summary.json.
+/// Real-time health of one emulation, from ns3-summary.json: the testbed's
+/// [`Emulation`] and the bottleneck's queue drops.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Health {
     pub ticks: u64,
@@ -16,28 +19,27 @@ pub struct Health {
     pub mean_lag_ms: f64,
     pub socket_drops: u64,
     pub queue_drops: u64,
-    /// No raw-socket drop, lag never above 50 ms, at most 1 % of the
-    /// 100 ms ticks more than 5 ms late.
+    /// The testbed's criterion ([`Emulation::trusted`]).
     pub trusted: bool,
 }
 
 pub fn health(summary: &Path) -> Result<Health, String> {
-    let text = std::fs::read_to_string(summary)
-        .map_err(|e| format!("the simulator wrote no summary ({}: {e})", summary.display()))?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", summary.display()))?;
-    let lag = &json["lag"];
-    let ticks = lag["ticks"].as_u64().unwrap_or(0);
-    let late_ticks = lag["late_ticks"].as_u64().unwrap_or(0);
-    let max_lag_ms = lag["max_ms"].as_f64().unwrap_or(f64::NAN);
-    let mean_lag_ms = lag["mean_ms"].as_f64().unwrap_or(f64::NAN);
-    let socket_drops =
-        json["sockets"].as_array().map(|sockets| sockets.iter().filter_map(|s| s["drops"].as_u64()).sum()).unwrap_or(0);
+    let json = read_summary(summary).map_err(|e| format!("the simulator wrote no summary ({e})"))?;
+    // The testbed's criterion, from the same program's summary.
+    let emulation = Emulation::from_summary(&json);
     let queue_drops = json["links"]
         .as_array()
         .map(|links| links.iter().filter_map(|l| l["down_dropped"].as_u64()).sum())
         .unwrap_or(0);
-    let trusted = ticks > 0 && socket_drops == 0 && max_lag_ms <= 50.0 && late_ticks * 100 <= ticks;
-    Ok(Health { ticks, late_ticks, max_lag_ms, mean_lag_ms, socket_drops, queue_drops, trusted })
+    Ok(Health {
+        ticks: emulation.ticks,
+        late_ticks: emulation.late_ticks,
+        max_lag_ms: emulation.max_lag_ms,
+        mean_lag_ms: emulation.mean_lag_ms,
+        socket_drops: emulation.socket_drops,
+        queue_drops,
+        trusted: emulation.trusted,
+    })
 }
 
 /// Throughputs while the QUIC transfer ran, from ns3-series.csv.
@@ -54,39 +56,22 @@ pub struct Shares {
 /// The QUIC flow is UDP from `server`, the iperf flow TCP from `iperf`;
 /// both measured where the bottleneck delivers them to the client side.
 pub fn shares(series: &Path, server: &str, iperf: &str) -> Result<Shares, String> {
-    let text = std::fs::read_to_string(series).map_err(|e| format!("{}: {e}", series.display()))?;
-    let mut header = Vec::new();
     // (sim time, quic bytes, iperf bytes) per interval
     let mut bins: Vec<(f64, u64, u64)> = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let fields: Vec<&str> = line.split(',').collect();
-        if n == 0 {
-            header = fields.iter().map(|f| f.to_string()).collect();
+    for row in read_series(series)? {
+        let quic = row.protocol == 17 && row.source == server;
+        let tcp = row.protocol == 6 && row.source == iperf;
+        if row.direction != 'd' || (!quic && !tcp) {
             continue;
         }
-        let get = |name: &str| header.iter().position(|h| h == name).and_then(|i| fields.get(i)).copied();
-        let (Some(sim), Some(direction), Some(protocol), Some(source), Some(bytes)) =
-            (get("sim_s"), get("direction"), get("protocol"), get("source"), get("bytes"))
-        else {
-            continue;
-        };
-        if direction != "d" {
-            continue;
-        }
-        let (Ok(sim), Ok(bytes)) = (sim.parse::<f64>(), bytes.parse::<u64>()) else { continue };
-        let quic = protocol == "17" && source == server;
-        let tcp = protocol == "6" && source == iperf;
-        if !quic && !tcp {
-            continue;
-        }
-        if bins.last().is_none_or(|b| (b.0 - sim).abs() > 1e-6) {
-            bins.push((sim, 0, 0));
+        if bins.last().is_none_or(|b| (b.0 - row.sim_s).abs() > 1e-6) {
+            bins.push((row.sim_s, 0, 0));
         }
         if let Some(bin) = bins.last_mut() {
             if quic {
-                bin.1 += bytes;
+                bin.1 += row.bytes;
             } else {
-                bin.2 += bytes;
+                bin.2 += row.bytes;
             }
         }
     }

@@ -56,7 +56,9 @@ pub struct Emulation {
 }
 
 impl Emulation {
-    fn from_summary(summary: &Value) -> Emulation {
+    /// From the `ns3-summary.json` the ns-3 program writes at its end (the
+    /// testbed's runs and the simulator container's alike).
+    pub fn from_summary(summary: &Value) -> Emulation {
         let lag = &summary["lag"];
         let ticks = lag["ticks"].as_u64().unwrap_or(0);
         let late_ticks = lag["late_ticks"].as_u64().unwrap_or(0);
