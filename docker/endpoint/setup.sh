@@ -6,8 +6,8 @@
 # No address is written here: the gateway is .2 of the container's own
 # subnet, and everything that is not on the container's own link (the
 # other side's subnet, whatever the layout: 198.18.0.0/24 and
-# 198.19.0.0/24 here, 193.167.0.0/24 and 193.167.100.0/24 in the upstream
-# runner's) goes through it. The on-link route of the container's own /24
+# 198.19.0.0/24 here, the upstream runner's own two /24s elsewhere) goes
+# through it. The on-link route of the container's own /24
 # is removed, as the runner's endpoint images do, so that even a neighbour
 # on the same network is reached through the simulator; the gateway stays
 # reachable as a host route.
