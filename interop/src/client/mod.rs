@@ -33,7 +33,7 @@ pub use plan::Request;
 pub use plan::Schedule;
 pub use plan::Sink;
 
-use crate::event;
+use crate::io::log_offload;
 use crate::io::RecvBatch;
 use crate::log::Level;
 
@@ -67,14 +67,7 @@ pub fn resume(
     }
 
     if let Some(offload) = conns.first().map(ClientConn::offload) {
-        event!(
-            Level::Debug,
-            "udp_offload",
-            gso = if offload.gso() { "on" } else { "off" },
-            gso_segments = offload.gso_segments,
-            gso_reason = offload.gso_off.unwrap_or("-"),
-            gro = if offload.gro { "on" } else { "off" },
-        );
+        log_offload(Level::Debug, offload);
     }
     let mut events = Events::with_capacity(1024);
     let mut received = RecvBatch::new();

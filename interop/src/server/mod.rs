@@ -75,6 +75,7 @@ use handshake::PolicyCell;
 use crate::endpoint::Reporting;
 use crate::event;
 use crate::http::Protocol;
+use crate::io::log_offload;
 use crate::io::Capabilities;
 use crate::io::Offload;
 use crate::io::RecvBatch;
@@ -198,7 +199,7 @@ impl Server {
         let mut socket = crate::io::bind(config.listen, offload)
             .map_err(|e| other(&format!("--listen {}", config.listen))(e.to_string()))?;
         let local = socket.local_addr();
-        log_offload(socket.capabilities());
+        log_offload(Level::Info, socket.capabilities());
         let poll = Poll::new().map_err(|e| other("poll")(e.to_string()))?;
         poll.registry().register(&mut socket, SOCKET, Interest::READABLE).map_err(|e| other("poll")(e.to_string()))?;
 
@@ -336,7 +337,7 @@ impl Server {
             let before = self.socket.capabilities();
             self.socket.send_queued()?;
             if self.socket.capabilities() != before {
-                log_offload(self.socket.capabilities());
+                log_offload(Level::Info, self.socket.capabilities());
             }
             self.collect_closed();
             if until.is_some_and(|until| Instant::now() >= until) {
@@ -604,19 +605,6 @@ impl Server {
             false
         });
     }
-}
-
-/// Says at start-up which data path the socket uses, and again if the
-/// kernel made it fall back.
-fn log_offload(offload: Capabilities) {
-    event!(
-        Level::Info,
-        "udp_offload",
-        gso = if offload.gso() { "on" } else { "off" },
-        gso_segments = offload.gso_segments,
-        gso_reason = offload.gso_off.unwrap_or("-"),
-        gro = if offload.gro { "on" } else { "off" },
-    );
 }
 
 /// Hands the memory the allocator keeps for reuse back to the system, when
