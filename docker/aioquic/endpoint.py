@@ -62,6 +62,15 @@ def configuration(args, is_client):
     return config
 
 
+def http_connection(quic, alpn):
+    """The HTTP layer for the negotiated ALPN: HTTP/3 or hq-interop, else None."""
+    if alpn in H3_ALPN:
+        return H3Connection(quic)
+    if alpn in H0_ALPN:
+        return H0Connection(quic)
+    return None
+
+
 class ServerProtocol(QuicConnectionProtocol):
     """One connection: requests in, files out."""
 
@@ -73,10 +82,7 @@ class ServerProtocol(QuicConnectionProtocol):
 
     def quic_event_received(self, event):
         if isinstance(event, ProtocolNegotiated):
-            if event.alpn_protocol in H3_ALPN:
-                self.http = H3Connection(self._quic)
-            elif event.alpn_protocol in H0_ALPN:
-                self.http = H0Connection(self._quic)
+            self.http = http_connection(self._quic, event.alpn_protocol)
         if self.http is None:
             return
         for http_event in self.http.handle_event(event):
@@ -169,10 +175,7 @@ class ClientProtocol(QuicConnectionProtocol):
     def quic_event_received(self, event):
         if isinstance(event, ProtocolNegotiated):
             # Before the server's control and QPACK streams arrive.
-            if event.alpn_protocol in H3_ALPN:
-                self.http = H3Connection(self._quic)
-            elif event.alpn_protocol in H0_ALPN:
-                self.http = H0Connection(self._quic)
+            self.http = http_connection(self._quic, event.alpn_protocol)
         if isinstance(event, ConnectionTerminated):
             self.terminated = event
             for path, handle, future, received, status in self.requests.values():
