@@ -169,29 +169,30 @@ check_libraries() {
     [[ -z "$missing" ]] || { echo "error: libraries missing in $1 for $2: $missing" >&2; exit 1; }
 }
 
-if want endpoint; then
-    say "image flowshare-endpoint:latest ($binary)"
-    context="$scratch/endpoint"
+# native_image TAG BINARY NAME FILE...: TAG from the native base with the
+# host-built BINARY as NAME (debug info stripped: the release profile keeps
+# some for profiling, and it is most of the size) and the FILEs beside it;
+# every library the binary needs is checked inside the image.
+native_image() {
+    local tag=$1 binary=$2 name=$3
+    shift 3
+    say "image $tag ($binary)"
+    local context="$scratch/$name"
     mkdir -p "$context"
-    cp "$binary" "$context/flowshare"
-    # Debug info (the release profile keeps some for profiling) is most of the size.
-    strip --strip-debug "$context/flowshare" 2>/dev/null || true
-    cp "$root/interop/run_endpoint.sh" "$here/endpoint/setup.sh" "$here/endpoint/Dockerfile" "$context/"
-    chmod 0755 "$context/flowshare" "$context/run_endpoint.sh" "$context/setup.sh"
-    build_image flowshare-endpoint:latest "$context"
-    check_libraries flowshare-endpoint:latest /usr/local/bin/flowshare
-fi
+    cp "$binary" "$context/$name"
+    strip --strip-debug "$context/$name" 2>/dev/null || true
+    cp "$@" "$context/"
+    chmod 0755 "$context/$name" "$context"/*.sh
+    build_image "$tag" "$context"
+    check_libraries "$tag" "/usr/local/bin/$name"
+}
 
+if want endpoint; then
+    native_image flowshare-endpoint:latest "$binary" flowshare \
+        "$root/interop/run_endpoint.sh" "$here/endpoint/setup.sh" "$here/endpoint/Dockerfile"
+fi
 if want sim; then
-    say "image flowshare-sim:latest ($bottleneck)"
-    context="$scratch/sim"
-    mkdir -p "$context"
-    cp "$bottleneck" "$context/bottleneck"
-    strip --strip-debug "$context/bottleneck" 2>/dev/null || true
-    cp "$here/sim/run.sh" "$here/sim/Dockerfile" "$context/"
-    chmod 0755 "$context/bottleneck" "$context/run.sh"
-    build_image flowshare-sim:latest "$context"
-    check_libraries flowshare-sim:latest /usr/local/bin/bottleneck
+    native_image flowshare-sim:latest "$bottleneck" bottleneck "$here/sim/run.sh" "$here/sim/Dockerfile"
 fi
 
 if want iperf; then
