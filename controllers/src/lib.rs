@@ -56,6 +56,7 @@ pub mod spec;
 mod testing;
 pub mod time;
 pub mod trace;
+pub mod virtual_flows;
 pub mod window;
 
 pub use controller::AckedPacket;

@@ -79,8 +79,12 @@
 //! together: the epoch's cubic runs with `h C` and one flow's `C`, and
 //! the Reno-friendly estimate grows N times one flow's `α`. While the
 //! event's recovery lasts, the flows it did not hit keep growing at their
-//! Reno-friendly pace. The constants derived above, for one decrease per
-//! event, stay selectable as `decrease=paper`.
+//! Reno-friendly pace, and a later loss of the event that hits one more
+//! flow takes that flow's share off the window as it is then, leaving the
+//! others' growth in place (recomputing the window from its size before
+//! the event, as MulTCP does, left MulCUBIC(16..30) 0.55-0.90 of its share
+//! on RED queues in the lab scorecard). The constants derived above, for
+//! one decrease per event, stay selectable as `decrease=paper`.
 //!
 //! # Below one flowshare, 0.01 <= N < 1
 //!
