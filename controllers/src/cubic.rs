@@ -357,16 +357,22 @@ mod tests {
         window
     }
 
-    #[test]
-    fn per_flow_decrease_takes_one_minus_beta_for_each_flow_hit_and_regrows_them_together() {
-        // β = 0.925 (MulCUBIC(4)'s β_N) standing for 4 flows: two losses in
-        // one event hit 1.75 flows.
+    /// β = 0.925 (MulCUBIC(4)'s β_N) standing for 4 flows, packets 0..30 in
+    /// flight.
+    fn four_flows_with_30_packets_sent() -> CubicWindow {
         let params = CubicParams { beta: 0.925, ..CubicParams::STANDARD };
         let mut window = CubicWindow::new(params, &host());
         window.set_virtual_flows(4.0);
         for n in 0..30 {
             window.on_sent(n);
         }
+        window
+    }
+
+    #[test]
+    fn per_flow_decrease_takes_one_minus_beta_for_each_flow_hit_and_regrows_them_together() {
+        // Two losses in one event hit 1.75 of the 4 flows.
+        let mut window = four_flows_with_30_packets_sent();
         let before = window.window();
         assert!(window.on_loss(3));
         assert!(!window.on_loss(4));
@@ -381,12 +387,7 @@ mod tests {
 
     #[test]
     fn a_later_loss_of_the_event_keeps_what_the_flows_not_hit_grew() {
-        let params = CubicParams { beta: 0.925, ..CubicParams::STANDARD };
-        let mut window = CubicWindow::new(params, &host());
-        window.set_virtual_flows(4.0);
-        for n in 0..30 {
-            window.on_sent(n);
-        }
+        let mut window = four_flows_with_30_packets_sent();
         let before = window.window();
         assert!(window.on_loss(3));
         // Acks of packets sent before the decrease: the three flows not hit
