@@ -231,7 +231,7 @@ impl CubicWindow {
                 // now: what the flows not hit grew since the event began
                 // stays theirs. (Recomputing from the window before the
                 // event gave that growth back and left MulCUBIC(30) 0.56-0.78
-                // of its share on RED; MulTCP keeps that rule, see window.rs.)
+                // of its share on RED.)
                 self.window = (self.window - event.before * (decrease - previous)).max(self.minimum_window());
                 self.ssthresh = self.window;
             }

@@ -20,10 +20,11 @@
 //! number of flows hit is `n (1 - (1 - 1/n)^k)`, so an event that loses one
 //! packet decreases by `b` as before, and one that loses many decreases by
 //! up to `n b` (never more than half the window, what all `n` flows halving
-//! would leave, unless `b` itself is larger). Each further loss recomputes
-//! the window from its size before the event, so what the flows not hit
-//! grew meanwhile is given back (measured: keeping it, as [`crate::cubic`]
-//! does, makes MulTCP overshoot).
+//! would leave, unless `b` itself is larger). Each hit removes
+//! [`hit_window_bias`] times `b`: the flow a loss hits is larger than the
+//! mean one. A further loss of the event takes the newly hit flow's share
+//! off the window as it is then, so what the flows not hit grew meanwhile
+//! stays.
 //!
 //! The recovery period is tracked by packet number rather than send time:
 //! quiche reports lost packets without their send time, and packet numbers
@@ -56,6 +57,23 @@ pub const SLOW_START_PACING_GAIN: f64 = 2.0;
 /// value slightly above 1 (1.25) so RTT variation does not leave the window
 /// underused.
 pub const CONGESTION_AVOIDANCE_PACING_GAIN: f64 = 1.25;
+
+/// How much larger than the mean the window of a Reno flow is when a loss
+/// hits it, `E[W²]/E[W]² - 1`: a packet loss picks a flow in proportion to
+/// its window, and under random loss a Reno window has `E[W²] = 2/p`
+/// (growth of one packet per RTT balances `p W` halvings of `W/2`) and
+/// `E[W] = 1.31/√p` (Ott, Kemperman and Mathis), so the flow hit holds
+/// 1.165 times the mean window and halves that.
+pub const RENO_HIT_WINDOW_EXCESS: f64 = 2.0 / (1.31 * 1.31) - 1.0;
+
+/// The factor by which a hit among `n` equal virtual flows should remove
+/// more than `1/n` of the window's `b`: `1 + 0.165 (1 - 1/n)`. The flows
+/// hit are larger than the mean ([`RENO_HIT_WINDOW_EXCESS`]); the window
+/// itself is sampled the same way, but as the sum of `n` flows its spread
+/// is `1/n` of one flow's, so one flow (`n = 1`) needs no correction.
+pub fn hit_window_bias(n: f64) -> f64 {
+    1.0 + RENO_HIT_WINDOW_EXCESS * (1.0 - 1.0 / n.max(1.0))
+}
 
 /// How a loss event decreases a window that stands for several flows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,10 +153,11 @@ impl WindowLoop {
     }
 
     /// The fraction of the window a loss event that hit `hits` virtual flows
-    /// removes: `b` per flow hit, at most `max(b, 1/2)`.
+    /// removes: `b` per flow hit, scaled by [`hit_window_bias`], at most
+    /// `max(b, 1/2)`.
     fn event_decrease(&self, hits: f64) -> f64 {
         let b = self.aimd.decrease;
-        (hits * b).min(b.max(0.5))
+        (hits * b * hit_window_bias(self.virtual_flows)).min(b.max(0.5))
     }
 
     /// Sends three packets per acknowledged packet in slow start while the
@@ -284,13 +303,13 @@ impl WindowLoop {
             // Another loss of the event: with virtual flows it may hit one
             // more of them, while the event's recovery lasts.
             if let Some(mut event) = self.event.take_if(|_| self.recovery.in_recovery()) {
+                // One more flow hit takes its share off the window as it is
+                // now: what the flows not hit grew since the event began
+                // stays theirs.
+                let previous = self.event_decrease(event.flows_hit());
                 event.add_loss();
-                // Recomputed from the window before the event: the growth of
-                // the flows not hit since its start is given back. Keeping it
-                // (as CubicWindow does) made MulTCP take 1.10-1.27 of its
-                // share where this rule gives 0.84-1.17 (lab scorecard).
                 let decrease = self.event_decrease(event.flows_hit());
-                self.window = self.window.min((event.before * (1.0 - decrease)).max(self.minimum_window()));
+                self.window = (self.window - event.before * (decrease - previous)).max(self.minimum_window());
                 self.ssthresh = self.window;
                 self.event = Some(event);
             }

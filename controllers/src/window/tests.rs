@@ -55,26 +55,55 @@ fn congestion_avoidance_adds_a_packets_per_window_acknowledged() {
 #[test]
 fn per_flow_decrease_takes_b_for_each_virtual_flow_the_event_hits() {
     // AIMD(4, 1/8) standing for 4 flows, 16 packets: k losses in one
-    // event hit h(k) = 4 (1 - (3/4)^k) flows, 1, 1.75, 2.3125, ...
+    // event hit h(k) = 4 (1 - (3/4)^k) flows, 1, 1.75, 2.3125, ..., each
+    // taking b times the hit flow's size bias, 1 + 0.165 * 3/4.
     let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
     window.set_virtual_flows(4.0);
     send_and_ack(&mut window, 0..6);
     for n in 6..30 {
         window.on_sent(n);
     }
+    let b = 0.125 * hit_window_bias(4.0);
+    assert!((hit_window_bias(4.0) - (1.0 + RENO_HIT_WINDOW_EXCESS * 0.75)).abs() < 1e-12);
     assert!(window.on_loss(7));
-    assert_eq!(window.window(), 16_000.0 * (1.0 - 0.125));
+    assert!((window.window() - 16_000.0 * (1.0 - b)).abs() < 1e-9);
     assert!(!window.on_loss(8));
-    assert_eq!(window.window(), 16_000.0 * (1.0 - 1.75 * 0.125));
+    assert!((window.window() - 16_000.0 * (1.0 - 1.75 * b)).abs() < 1e-9);
     assert!(!window.on_loss(9));
-    assert_eq!(window.window(), 16_000.0 * (1.0 - 2.3125 * 0.125));
+    assert!((window.window() - 16_000.0 * (1.0 - 2.3125 * b)).abs() < 1e-9);
     assert_eq!(window.ssthresh(), window.window());
     // Never more than half: all four flows halving.
     for n in 10..30 {
         window.on_loss(n);
     }
-    assert!((window.window() - 16_000.0 * (1.0 - 4.0 * (1.0 - 0.75f64.powi(23)) * 0.125)).abs() < 1e-6);
-    assert!(window.window() >= 8_000.0);
+    assert!((window.window() - 8_000.0).abs() < 1e-6);
+}
+
+#[test]
+fn one_flow_needs_no_size_bias_and_many_flows_take_the_reno_one() {
+    assert_eq!(hit_window_bias(1.0), 1.0);
+    assert_eq!(hit_window_bias(0.5), 1.0);
+    assert!((RENO_HIT_WINDOW_EXCESS - 0.1654).abs() < 1e-4);
+    assert!((hit_window_bias(1e9) - 1.0 - RENO_HIT_WINDOW_EXCESS).abs() < 1e-9);
+}
+
+#[test]
+fn a_later_loss_of_the_event_keeps_what_the_flows_not_hit_grew() {
+    let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
+    window.set_virtual_flows(4.0);
+    send_and_ack(&mut window, 0..6);
+    for n in 6..30 {
+        window.on_sent(n);
+    }
+    let b = 0.125 * hit_window_bias(4.0);
+    assert!(window.on_loss(6));
+    window.on_ack(7, MSS, true);
+    let grown = window.window();
+    assert!(grown > 16_000.0 * (1.0 - b));
+    // The second loss hits 0.75 more flows: their share of the window
+    // before the event comes off the window as it is now.
+    assert!(!window.on_loss(8));
+    assert!((window.window() - (grown - 16_000.0 * 0.75 * b)).abs() < 1e-9);
 }
 
 #[test]
