@@ -52,17 +52,24 @@ fn congestion_avoidance_adds_a_packets_per_window_acknowledged() {
     assert!((window.window() - (10_300.0 + 3_000_000.0 / 10_300.0)).abs() < 1e-9);
 }
 
-#[test]
-fn per_flow_decrease_takes_b_for_each_virtual_flow_the_event_hits() {
-    // AIMD(4, 1/8) standing for 4 flows, 16 packets: k losses in one
-    // event hit h(k) = 4 (1 - (3/4)^k) flows, 1, 1.75, 2.3125, ..., each
-    // taking b times the hit flow's size bias, 1 + 0.165 * 3/4.
+/// AIMD(4, 1/8) standing for 4 flows, grown to 16 packets, packets 6..30
+/// in flight.
+fn four_flows_with_16_packets_and_30_sent() -> WindowLoop {
     let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
     window.set_virtual_flows(4.0);
     send_and_ack(&mut window, 0..6);
     for n in 6..30 {
         window.on_sent(n);
     }
+    window
+}
+
+#[test]
+fn per_flow_decrease_takes_b_for_each_virtual_flow_the_event_hits() {
+    // AIMD(4, 1/8) standing for 4 flows, 16 packets: k losses in one
+    // event hit h(k) = 4 (1 - (3/4)^k) flows, 1, 1.75, 2.3125, ..., each
+    // taking b times the hit flow's size bias, 1 + 0.165 * 3/4.
+    let mut window = four_flows_with_16_packets_and_30_sent();
     let b = 0.125 * hit_window_bias(4.0);
     assert!((hit_window_bias(4.0) - (1.0 + RENO_HIT_WINDOW_EXCESS * 0.75)).abs() < 1e-12);
     assert!(window.on_loss(7));
@@ -89,12 +96,7 @@ fn one_flow_needs_no_size_bias_and_many_flows_take_the_reno_one() {
 
 #[test]
 fn a_later_loss_of_the_event_keeps_what_the_flows_not_hit_grew() {
-    let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
-    window.set_virtual_flows(4.0);
-    send_and_ack(&mut window, 0..6);
-    for n in 6..30 {
-        window.on_sent(n);
-    }
+    let mut window = four_flows_with_16_packets_and_30_sent();
     let b = 0.125 * hit_window_bias(4.0);
     assert!(window.on_loss(6));
     window.on_ack(7, MSS, true);
@@ -110,12 +112,7 @@ fn a_later_loss_of_the_event_keeps_what_the_flows_not_hit_grew() {
 fn the_flows_an_event_did_not_hit_grow_during_its_recovery() {
     // One loss of four flows: three quarters of AIMD(4, 1/8)'s growth
     // goes on while the acknowledgements of older packets arrive.
-    let mut window = WindowLoop::new(Aimd { increase: 4.0, decrease: 0.125 }, &params());
-    window.set_virtual_flows(4.0);
-    send_and_ack(&mut window, 0..6);
-    for n in 6..30 {
-        window.on_sent(n);
-    }
+    let mut window = four_flows_with_16_packets_and_30_sent();
     assert!(window.on_loss(6));
     let after = window.window();
     window.on_ack(7, MSS, true);
