@@ -70,9 +70,6 @@ pub struct CubicWindow {
     virtual_flows: f64,
     /// The current loss event of a window standing for several flows.
     event: Option<LossEvent>,
-    /// The virtual flows the last loss event hit: they regrow together, so
-    /// the epoch's cubic grows that many times faster.
-    flows_hit: f64,
 }
 
 impl CubicWindow {
@@ -93,7 +90,6 @@ impl CubicWindow {
             recovery: RecoveryPeriod::default(),
             virtual_flows: 1.0,
             event: None,
-            flows_hit: 1.0,
         }
     }
 
@@ -190,7 +186,7 @@ impl CubicWindow {
 
         let mss = self.max_datagram_size;
         // The flows the last event hit regrow together: `C` times as many.
-        let params = CubicParams { c: self.params.c * self.flows_hit, ..self.params };
+        let params = CubicParams { c: self.params.c * self.flows_hit(), ..self.params };
         let epoch_start = *self.epoch_start.get_or_insert_with(|| {
             // A new epoch starts at the current window.
             if self.w_max < self.window {
@@ -221,24 +217,18 @@ impl CubicWindow {
         if self.recovery.sent_before_decrease(number) {
             // Another loss of the event: with virtual flows it may hit one
             // more of them, while the event's recovery lasts.
+            let beta = self.params.beta;
             if let Some(event) = self.event.as_mut().filter(|_| self.recovery.in_recovery()) {
-                let cap = 0.5_f64.max(1.0 - self.params.beta);
-                let previous = (self.flows_hit * (1.0 - self.params.beta)).min(cap);
-                event.add_loss();
-                self.flows_hit = event.flows_hit();
-                let decrease = (self.flows_hit * (1.0 - self.params.beta)).min(cap);
-                // One more flow hit takes its share off the window as it is
-                // now: what the flows not hit grew since the event began
-                // stays theirs. (Recomputing from the window before the
-                // event gave that growth back and left MulCUBIC(30) 0.56-0.78
-                // of its share on RED.)
-                self.window = (self.window - event.before * (decrease - previous)).max(self.minimum_window());
+                // (Recomputing the window from its size before the event
+                // instead gave back the growth of the flows not hit and left
+                // MulCUBIC(30) 0.56-0.78 of its share on RED.)
+                let taken = event.add_loss(|hits| (hits * (1.0 - beta)).min(0.5_f64.max(1.0 - beta)));
+                self.window = (self.window - taken).max(self.minimum_window());
                 self.ssthresh = self.window;
             }
             return false;
         }
         self.event = (self.virtual_flows > 1.0).then(|| LossEvent::start(self.window, self.virtual_flows));
-        self.flows_hit = 1.0;
         let beta = self.params.beta;
         self.w_max = if self.params.fast_convergence && self.window < self.previous_w_max {
             self.window * (1.0 + beta) / 2.0
@@ -262,7 +252,12 @@ impl CubicWindow {
         self.epoch_start = None;
         self.recovery.start(None);
         self.event = None;
-        self.flows_hit = 1.0;
+    }
+
+    /// The virtual flows the last loss event hit (1 with none): they regrow
+    /// together, so the epoch's cubic grows that many times faster.
+    fn flows_hit(&self) -> f64 {
+        self.event.as_ref().map_or(1.0, LossEvent::flows_hit)
     }
 }
 

@@ -155,9 +155,9 @@ impl WindowLoop {
     /// The fraction of the window a loss event that hit `hits` virtual flows
     /// removes: `b` per flow hit, scaled by [`hit_window_bias`], at most
     /// `max(b, 1/2)`.
-    fn event_decrease(&self, hits: f64) -> f64 {
-        let b = self.aimd.decrease;
-        (hits * b * hit_window_bias(self.virtual_flows)).min(b.max(0.5))
+    fn event_decrease(aimd: Aimd, virtual_flows: f64, hits: f64) -> f64 {
+        let b = aimd.decrease;
+        (hits * b * hit_window_bias(virtual_flows)).min(b.max(0.5))
     }
 
     /// Sends three packets per acknowledged packet in slow start while the
@@ -302,22 +302,18 @@ impl WindowLoop {
         if self.recovery.sent_before_decrease(number) {
             // Another loss of the event: with virtual flows it may hit one
             // more of them, while the event's recovery lasts.
-            if let Some(mut event) = self.event.take_if(|_| self.recovery.in_recovery()) {
-                // One more flow hit takes its share off the window as it is
-                // now: what the flows not hit grew since the event began
-                // stays theirs.
-                let previous = self.event_decrease(event.flows_hit());
-                event.add_loss();
-                let decrease = self.event_decrease(event.flows_hit());
-                self.window = (self.window - event.before * (decrease - previous)).max(self.minimum_window());
+            let (aimd, virtual_flows) = (self.aimd, self.virtual_flows);
+            if let Some(event) = self.event.as_mut().filter(|_| self.recovery.in_recovery()) {
+                let taken = event.add_loss(|hits| Self::event_decrease(aimd, virtual_flows, hits));
+                self.window = (self.window - taken).max(self.minimum_window());
                 self.ssthresh = self.window;
-                self.event = Some(event);
             }
             return false;
         }
         let before = self.window;
         self.event = (self.virtual_flows > 1.0).then(|| LossEvent::start(before, self.virtual_flows));
-        self.window = (before * (1.0 - self.event_decrease(1.0))).max(self.minimum_window());
+        let decrease = Self::event_decrease(self.aimd, self.virtual_flows, 1.0);
+        self.window = (before * (1.0 - decrease)).max(self.minimum_window());
         self.ssthresh = self.window;
         self.recovery.start(Some(number));
         true
