@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +12,8 @@ use std::time::Instant;
 use std::time::SystemTime;
 
 use flowshare_controllers::Spec;
+use flowshare_testbed::cli::interrupt_flag;
+use flowshare_testbed::run::load_average;
 use serde::Serialize;
 
 use crate::cases;
@@ -215,12 +216,6 @@ pub struct Matrix {
     pub images: BTreeMap<String, String>,
     pub machine: Machine,
     pub results: Vec<CaseResult>,
-}
-
-fn load_average() -> [f64; 3] {
-    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let mut values = text.split_whitespace().map(|v| v.parse().unwrap_or(f64::NAN));
-    [values.next().unwrap_or(f64::NAN), values.next().unwrap_or(f64::NAN), values.next().unwrap_or(f64::NAN)]
 }
 
 /// Removes every `flowshare-matrix-*` container and network when dropped:
@@ -475,14 +470,6 @@ fn certificates(out: &Path) -> Result<PathBuf, String> {
     std::fs::rename(certs.join("key.pem"), certs.join("priv.key"))
         .map_err(|e| format!("cannot rename the key in {}: {e}", certs.display()))?;
     Ok(certs)
-}
-
-fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        signal_hook::flag::register(signal, Arc::clone(&flag)).map_err(|e| format!("cannot handle signals: {e}"))?;
-    }
-    Ok(flag)
 }
 
 fn format_duration(seconds: f64) -> String {

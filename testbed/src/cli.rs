@@ -173,7 +173,7 @@ fn select(args: &ScenarioArgs) -> Result<(String, Vec<Case>, Options), String> {
 
 /// Ctrl-C, SIGTERM and SIGHUP set the flag instead of killing us, so that
 /// the namespaces and children of the current run are removed.
-pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
+pub fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(signal, Arc::clone(&flag)).map_err(|e| format!("cannot handle signals: {e}"))?;
