@@ -113,11 +113,24 @@ pub fn remove_all(prefix: &str) -> Result<(Vec<String>, Vec<String>), String> {
 
 /// State of a container: (status, exit code).
 pub fn state(name: &str) -> Result<(String, i64), String> {
-    let out = quick(&["inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name])?;
-    let mut words = out.split_whitespace();
-    let status = words.next().unwrap_or("unknown").to_string();
-    let code = words.next().and_then(|c| c.parse().ok()).unwrap_or(-1);
-    Ok((status, code))
+    Ok(states(&[name])?.remove(0))
+}
+
+/// [`state`] of several containers with one `docker inspect`, in order.
+pub fn states(names: &[&str]) -> Result<Vec<(String, i64)>, String> {
+    let mut args = vec!["inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}"];
+    args.extend_from_slice(names);
+    let out = quick(&args)?;
+    let mut lines = out.lines();
+    Ok(names
+        .iter()
+        .map(|_| {
+            let mut words = lines.next().unwrap_or_default().split_whitespace();
+            let status = words.next().unwrap_or("unknown").to_string();
+            let code = words.next().and_then(|c| c.parse().ok()).unwrap_or(-1);
+            (status, code)
+        })
+        .collect())
 }
 
 /// Writes a container's output (stdout and stderr) to `path`.

@@ -200,23 +200,24 @@ pub(crate) fn run_once(ctx: &mut Context, cell: &Cell, case: &TestCase, dir: &Pa
 
         // Wait for the client, as the runner does, within the test's limit.
         let deadline = Instant::now() + STARTUP_ALLOWANCE + Duration::from_secs(case.timeout_s);
-        let mut server_exit = None;
+        let ended = |(status, _): &(String, i64)| status == "exited" || status == "dead";
         loop {
             if ctx.interrupted.load(Ordering::Relaxed) {
-                return Ok((None, server_exit, true));
+                return Ok((None, None, true));
             }
-            let client_state = docker::state(&client)?;
-            if client_state.0 == "exited" || client_state.0 == "dead" {
-                return Ok((Some(client_state), server_exit, false));
+            // One `docker inspect` a tick: it shares the cores with the
+            // real-time simulator.
+            let mut states = docker::states(&[&client, &server])?.into_iter();
+            let (client_state, server_state) = (states.next(), states.next());
+            if let Some(state) = client_state.filter(ended) {
+                return Ok((Some(state), None, false));
             }
-            let state = docker::state(&server)?;
-            if state.0 == "exited" || state.0 == "dead" {
-                server_exit = Some(state);
+            if let Some(state) = server_state.filter(ended) {
                 // A server that gave up (unsupported, crashed) ends the test.
-                return Ok((None, server_exit, false));
+                return Ok((None, Some(state), false));
             }
             if Instant::now() >= deadline {
-                return Ok((None, server_exit, false));
+                return Ok((None, None, false));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
