@@ -41,6 +41,8 @@ pub struct Options {
     pub warmup_s: Option<f64>,
     /// Pacing on or off (default: as the controller asks).
     pub pacing: Option<bool>,
+    /// Per-packet access jitter, ms (the lab's scorecard).
+    pub access_jitter_ms: Option<f64>,
 }
 
 /// The options on the command line: flattened into `flowshare lab
@@ -91,6 +93,11 @@ pub struct OptionArgs {
     /// testbed's endpoints decide for themselves.
     #[arg(long)]
     pacing: Option<bool>,
+    /// Access jitter in ms: each packet of every flow waits up to this much
+    /// more (uniform, never reordering a flow's packets) on its way to the
+    /// bottleneck; the lab's scorecard only (default 1).
+    #[arg(long)]
+    jitter: Option<f64>,
 }
 
 /// Checks that every value lies in `(0, max]`.
@@ -124,6 +131,9 @@ impl OptionArgs {
                 return Err(format!("--warmup {warmup} is out of range; accepted range [0, duration)"));
             }
         }
+        if let Some(jitter) = self.jitter.filter(|jitter| !(0.0..=1000.0).contains(jitter)) {
+            return Err(format!("--jitter {jitter} is out of range; accepted range [0, 1000]"));
+        }
         at_least_one("seeds", self.seeds)?;
         at_least_one("m", self.m)?;
         if let Some(queue) = self.queue.as_deref().filter(|queue| !matches!(*queue, "droptail" | "red")) {
@@ -144,14 +154,15 @@ impl OptionArgs {
             duration_s: self.duration,
             warmup_s: self.warmup,
             pacing: self.pacing,
+            access_jitter_ms: self.jitter,
         })
     }
 }
 
 /// The flags of the options a scenario may or may not read (`--quick` and
 /// `--seed` mean something to every one).
-pub const FLAGS: [&str; 11] =
-    ["seeds", "controllers", "n", "peers", "m", "bandwidths", "rtt", "queue", "duration", "warmup", "pacing"];
+pub const FLAGS: [&str; 12] =
+    ["seeds", "controllers", "n", "peers", "m", "bandwidths", "rtt", "queue", "duration", "warmup", "pacing", "jitter"];
 
 impl Options {
     /// The flags of [`FLAGS`] given.
@@ -168,6 +179,7 @@ impl Options {
             self.duration_s.is_some(),
             self.warmup_s.is_some(),
             self.pacing.is_some(),
+            self.access_jitter_ms.is_some(),
         ];
         FLAGS.into_iter().zip(given).filter(|(_, given)| *given).map(|(flag, _)| flag).collect()
     }
@@ -298,6 +310,8 @@ mod tests {
         assert_eq!(options(&["--queue", "fq"]).unwrap_err(), "--queue fq is not a queue (accepted: droptail, red)");
         let error = options(&["--duration", "10", "--warmup", "10"]).unwrap_err();
         assert_eq!(error, "--warmup 10 is out of range; accepted range [0, duration)");
+        assert_eq!(options(&["--jitter=-1"]).unwrap_err(), "--jitter -1 is out of range; accepted range [0, 1000]");
+        assert_eq!(options(&["--jitter", "0"]).unwrap().access_jitter_ms, Some(0.0));
     }
 
     #[test]
@@ -325,6 +339,8 @@ mod tests {
             "5",
             "--pacing",
             "false",
+            "--jitter",
+            "3",
         ];
         assert_eq!(options(&all).unwrap().given(), FLAGS);
     }

@@ -77,6 +77,12 @@ fn pacing(name: &str) -> (&str, bool) {
 /// N = 0.5, 2, 4, 8 on two paths and three queues; the quick form runs one
 /// path, drop-tail, the Linux and quiche CUBIC peers and N = 0.5, 4.
 pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
+    if options.access_jitter_ms.is_some() {
+        return Err(
+            "--jitter is the lab's: the testbed's flows have no access links, their timing is the endpoints' own"
+                .into(),
+        );
+    }
     let quick = options.quick;
     let controllers =
         options.controllers.clone().unwrap_or_else(|| CONTROLLERS.iter().map(|c| c.to_string()).collect());
@@ -120,6 +126,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         seeds,
         precision: PRECISION,
         tolerance: TOLERANCE,
+        access_jitter_ms: None,
     })
 }
 

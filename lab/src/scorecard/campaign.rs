@@ -50,6 +50,8 @@ pub struct Campaign {
     pub precision: f64,
     /// A weighted cell holds within this fraction of N times the control.
     pub tolerance: f64,
+    /// The lab's access jitter, ms, when `--jitter` set it.
+    pub access_jitter_ms: Option<f64>,
 }
 
 /// One run to do: the group (its position in [`Campaign::groups`]), the
@@ -148,6 +150,7 @@ impl Campaign {
             quick: self.quick,
             precision: self.precision,
             tolerance: self.tolerance,
+            access_jitter_ms: self.access_jitter_ms,
             grid_groups: self.groups.len(),
             shard: self.shard,
             groups,
@@ -174,6 +177,7 @@ mod tests {
             seeds: Seeds { min: 2, max: 6, step: 2 },
             precision: 0.05,
             tolerance: 0.1,
+            access_jitter_ms: None,
         }
     }
 

@@ -253,6 +253,10 @@ pub struct Scorecard {
     pub precision: f64,
     /// A weighted cell holds within this fraction of N times the control.
     pub tolerance: f64,
+    /// The lab's access jitter, ms, when `--jitter` set it (absent: the
+    /// default, `grid::LAB_ACCESS_MS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_jitter_ms: Option<f64>,
     /// Groups in the whole grid.
     pub grid_groups: usize,
     /// The shard this file holds; absent for a whole grid.
@@ -288,6 +292,7 @@ impl Scorecard {
                 && card.quick == first.quick
                 && card.precision == first.precision
                 && card.tolerance == first.tolerance
+                && card.access_jitter_ms == first.access_jitter_ms
                 && card.grid_groups == first.grid_groups
                 && card.shard.map(|shard| shard.count) == Some(count))
             .then_some(())
@@ -358,6 +363,7 @@ mod tests {
             quick: true,
             precision: 0.05,
             tolerance: 0.1,
+            access_jitter_ms: Some(3.0),
             grid_groups: 1,
             shard: Some(Shard { index: 0, count: 1 }),
             groups: vec![GroupCard {
@@ -383,6 +389,7 @@ mod tests {
             quick: true,
             precision: 0.05,
             tolerance: 0.1,
+            access_jitter_ms: None,
             grid_groups: 3,
             shard,
             groups: indexes
@@ -406,7 +413,9 @@ mod tests {
         let merged = Scorecard::merge(vec![b.clone(), a.clone()]).unwrap();
         assert_eq!(merged.to_json().unwrap(), whole.to_json().unwrap());
         assert!(Scorecard::merge(vec![a.clone()]).unwrap_err().contains("once each"));
-        assert!(Scorecard::merge(vec![a, b.clone(), b]).is_err());
+        assert!(Scorecard::merge(vec![a.clone(), b.clone(), b.clone()]).is_err());
+        let jittered = Scorecard { access_jitter_ms: Some(3.0), ..b };
+        assert_eq!(Scorecard::merge(vec![a, jittered]).unwrap_err(), "the scorecards are shards of different grids");
         assert!(Shard::parse("0/2").is_err() && Shard::parse("3/2").is_err() && Shard::parse("x").is_err());
         assert!(Shard { index: 1, count: 2 }.owns(3));
     }

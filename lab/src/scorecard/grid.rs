@@ -130,8 +130,8 @@ impl Group {
     /// is warm-up); `peer_flows(count)` gives the standard flows (the lab
     /// puts the peer spec in `cc`, the testbed also picks their transport)
     /// and `access` the weighted flows' access delay and jitter, ms (the
-    /// lab's [`LAB_ACCESS_MS`]; the testbed has none: every path's delay
-    /// is its link's).
+    /// lab's [`LAB_ACCESS_MS`] unless `--jitter` says otherwise; the testbed
+    /// has none: every path's delay is its link's).
     pub fn scenario(
         &self,
         cell: Cell,
@@ -192,12 +192,16 @@ pub fn groups(
 
 /// The lab's access delay and jitter of every flow, ms, as in the
 /// experiments: the jitter breaks the phase effects of identical paths.
+/// Where one connection sends most of the packets into a chronically full
+/// drop-tail queue (the small paths at N >= 8), the share it gets depends
+/// on this jitter more than on its controller (lab/README.md): `--jitter`
+/// measures that.
 pub const LAB_ACCESS_MS: (f64, f64) = (1.0, 1.0);
 
-/// The lab's standard flows of `peer`: bulk flows with the lab's access
-/// delay and jitter.
-pub fn lab_peers(peer: &str, count: usize) -> FlowConfig {
-    FlowConfig::bulk(peer, count, &[BOTTLENECK]).with_access(LAB_ACCESS_MS.0, LAB_ACCESS_MS.1)
+/// The lab's standard flows of `peer`: bulk flows with the access delay
+/// and jitter `access`, ms.
+pub fn lab_peers(peer: &str, count: usize, access: (f64, f64)) -> FlowConfig {
+    FlowConfig::bulk(peer, count, &[BOTTLENECK]).with_access(access.0, access.1)
 }
 
 #[cfg(test)]
@@ -213,7 +217,9 @@ mod tests {
     fn paper_scale_cells_keep_the_total_of_flowshares_and_the_control_has_ten_flows() {
         let group = group(Flows::Total(200));
         let flows = |cell| {
-            let scenario = group.scenario(cell, 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count))).unwrap();
+            let scenario = group
+                .scenario(cell, 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS_MS)))
+                .unwrap();
             (scenario.flows[0].count, scenario.flows[1].count, scenario.flows[0].cc.clone().unwrap_or_default())
         };
         assert_eq!(flows(Cell::Control), (10, 190, "pa-multcp:n=1".into()));
@@ -224,8 +230,9 @@ mod tests {
     #[test]
     fn a_cell_runs_its_queue_and_resolves() {
         let group = group(Flows::Standard(4));
-        let scenario =
-            group.scenario(Cell::Weight(8.0), 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count))).unwrap();
+        let scenario = group
+            .scenario(Cell::Weight(8.0), 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS_MS)))
+            .unwrap();
         assert_eq!((scenario.flows[0].count, scenario.flows[1].count), (1, 4));
         assert_eq!(scenario.links[0].buffer_bdp, Some(0.5));
         assert_eq!(scenario.warmup_s, 25.0);

@@ -26,6 +26,7 @@ use crate::options::weighted_algorithms;
 use crate::options::OptionArgs;
 use crate::options::Options;
 use crate::report::write_file;
+use crate::scenario::Scenario;
 use crate::scenario::LAB_START_SPREAD_S;
 use crate::scorecard::campaign::Campaign;
 use crate::scorecard::campaign::Job;
@@ -114,7 +115,16 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
         seeds,
         precision: PRECISION,
         tolerance: TOLERANCE,
+        access_jitter_ms: options.access_jitter_ms,
     })
+}
+
+/// The lab's scenario of `job`: every flow with the lab's access delay and
+/// the campaign's jitter.
+fn lab_scenario(campaign: &Campaign, job: &Job) -> Result<Scenario, String> {
+    let access = (grid::LAB_ACCESS_MS.0, campaign.access_jitter_ms.unwrap_or(grid::LAB_ACCESS_MS.1));
+    let group = &campaign.groups[job.group];
+    group.scenario(job.cell, LAB_START_SPREAD_S, access, &|count| Ok(grid::lab_peers(&group.peer, count, access)))
 }
 
 /// Runs the lab's campaign on all cores.
@@ -123,10 +133,7 @@ pub fn run_lab(campaign: &Campaign, threads: usize) -> Result<Scorecard, String>
         let mut runs = Vec::with_capacity(jobs.len());
         for job in jobs {
             let group = &campaign.groups[job.group];
-            let scenario = group.scenario(job.cell, LAB_START_SPREAD_S, grid::LAB_ACCESS_MS, &|count| {
-                Ok(grid::lab_peers(&group.peer, count))
-            })?;
-            let setup = scenario.resolve().map_err(|e| format!("{}: {e}", group.key()))?;
+            let setup = lab_scenario(campaign, job)?.resolve().map_err(|e| format!("{}: {e}", group.key()))?;
             runs.push(sweep::Job { setup, seed: job.seed });
         }
         let label = format!("scorecard round {round}");
@@ -218,4 +225,25 @@ pub fn merge_command(args: &MergeArgs) -> Result<String, String> {
 pub fn finish(card: &Scorecard, out: &FilePath) -> Result<String, String> {
     let headline = write(card, out)?;
     Ok(format!("{headline}wrote {}\n", out.join("scorecard.json").display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scorecard::grid::Cell;
+
+    fn jitters(options: &Options) -> Vec<f64> {
+        let campaign = lab_campaign(options, None).unwrap();
+        let job = Job { group: 0, cell: Cell::Weight(8.0), seed: 1 };
+        lab_scenario(&campaign, &job).unwrap().flows.iter().map(|flow| flow.jitter_ms).collect()
+    }
+
+    #[test]
+    fn the_jitter_reaches_the_weighted_connection_and_its_peers() {
+        let quick = Options { quick: true, ..Options::default() };
+        assert_eq!(jitters(&quick), [grid::LAB_ACCESS_MS.1; 2]);
+        let jittered = Options { access_jitter_ms: Some(3.0), ..quick };
+        assert_eq!(jitters(&jittered), [3.0; 2]);
+        assert_eq!(lab_campaign(&jittered, None).unwrap().access_jitter_ms, Some(3.0));
+    }
 }

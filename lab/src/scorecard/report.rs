@@ -116,6 +116,10 @@ pub fn headline(card: &Scorecard) -> String {
         card.tolerance * 100.0,
         card.precision * 100.0
     );
+    if let Some(jitter) = card.access_jitter_ms {
+        let default = crate::scorecard::grid::LAB_ACCESS_MS.1;
+        let _ = writeln!(text, "access jitter: {jitter} ms per packet (--jitter; the lab's default is {default} ms)");
+    }
     text
 }
 
