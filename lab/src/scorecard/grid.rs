@@ -194,7 +194,7 @@ pub fn groups(
 /// experiments: the jitter breaks the phase effects of identical paths.
 /// Where one connection sends most of the packets into a chronically full
 /// drop-tail queue (the small paths at N >= 8), the share it gets depends
-/// on this jitter more than on its controller (lab/README.md): `--jitter`
+/// on this jitter as much as on its controller (lab/README.md): `--jitter`
 /// measures that.
 pub const LAB_ACCESS_MS: (f64, f64) = (1.0, 1.0);
 
