@@ -606,9 +606,7 @@ paths = [["a"], ["a"]]
     #[test]
     fn the_shipped_control_scenarios_plan_and_run_what_their_names_say() {
         // testbed/README.md's calibration table is measured with these files.
-        let directory = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-        let mut files: Vec<_> = std::fs::read_dir(&directory).unwrap().map(|entry| entry.unwrap().path()).collect();
-        files.sort();
+        let files = shipped_scenarios("control-");
         assert_eq!(files.len(), 8, "{files:?}");
         let implementation = |cc: &str| match cc {
             "cubic" => "quiche-cubic",
@@ -627,6 +625,36 @@ paths = [["a"], ["a"]]
             let stem = file.file_stem().unwrap().to_str().unwrap();
             let implied = stem.strip_prefix("control-").and_then(|pair| pair.split_once("-vs-"));
             assert_eq!(Some((weighted, standard)), implied, "{file:?}");
+        }
+    }
+
+    /// The scenario files shipped in testbed/scenarios whose names start
+    /// with `prefix`, sorted.
+    fn shipped_scenarios(prefix: &str) -> Vec<std::path::PathBuf> {
+        let directory = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let mut files: Vec<_> = std::fs::read_dir(&directory)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with(prefix)))
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn the_shipped_linux_peer_scenarios_put_weight_one_quic_against_linux_tcp() {
+        // testbed/README.md's weight-one and eight-connection rows.
+        let files = [shipped_scenarios("weight-one-"), shipped_scenarios("eight-")].concat();
+        assert_eq!(files.len(), 3, "{files:?}");
+        for file in files {
+            let plan = plan(&std::fs::read_to_string(&file).unwrap()).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+            let (quic, tcp): (Vec<_>, Vec<_>) =
+                plan.flows.iter().partition(|flow| matches!(flow.kind, FlowKind::Quic { .. }));
+            assert!(quic.iter().all(|flow| flow.weight == 1.0 && flow.role == Role::Weighted), "{file:?}");
+            assert!(tcp.iter().all(|flow| flow.role == Role::Standard), "{file:?}");
+            let stem = file.file_stem().unwrap().to_str().unwrap();
+            let counts = if stem.starts_with("eight-") { (8, 4) } else { (1, 1) };
+            assert_eq!((quic.len(), tcp.len()), counts, "{file:?}");
         }
     }
 }
