@@ -130,6 +130,10 @@ pub struct FlowConfig {
     /// Up to this much extra access delay per packet, ms.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub jitter_ms: f64,
+    /// Pace or not, for this flow only (default: the scenario's `pacing`),
+    /// e.g. paced QUIC against unpaced TCP peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<bool>,
     /// Start, seconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub start_s: f64,
@@ -324,6 +328,7 @@ impl FlowConfig {
             paths: Vec::new(),
             access_delay_ms: 0.0,
             jitter_ms: 0.0,
+            pacing: None,
             start_s: 0.0,
             stop_s: None,
             role: None,

@@ -119,6 +119,9 @@ pub struct ConnectionSetup {
     pub access_delay: Nanos,
     /// Up to this much extra access delay per packet, uniformly drawn.
     pub jitter: Nanos,
+    /// Pace when the controller gives a pacing rate (the flow's `pacing`,
+    /// else the scenario's).
+    pub pacing: bool,
     /// When the connection starts.
     pub start: Nanos,
     /// When it stops sending new data.
@@ -140,7 +143,7 @@ pub struct Setup {
     pub bin: Nanos,
     /// Packet size on the wire, bytes.
     pub packet_bytes: u32,
-    /// Pace when the controller gives a pacing rate.
+    /// The scenario's pacing, which a connection may override.
     pub pacing: bool,
     /// Receivers acknowledge every this many packets...
     pub ack_every: u32,

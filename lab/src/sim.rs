@@ -131,7 +131,11 @@ impl Simulation {
                         let mut transport = Transport {
                             spec: spec.clone(),
                             group: group.clone(),
-                            sender: Sender::new(sender_config, build_controller(spec, group.as_ref(), &params), data),
+                            sender: Sender::new(
+                                SenderConfig { pacing: connection.pacing, ..sender_config },
+                                build_controller(spec, group.as_ref(), &params),
+                                data,
+                            ),
                             receiver: Receiver::new(),
                             epoch: 0,
                             timer_scheduled: None,
@@ -450,7 +454,8 @@ impl Simulation {
         transport.finished_stats.add(&finished);
         transport.epoch = transport.epoch.wrapping_add(1);
         let controller = build_controller(&transport.spec, transport.group.as_ref(), &self.params);
-        transport.sender = Sender::new(self.sender_config, controller, Data::transfer(segments));
+        let config = SenderConfig { pacing: connection.pacing, ..self.sender_config };
+        transport.sender = Sender::new(config, controller, Data::transfer(segments));
         transport.receiver = Receiver::new();
         transport.receiver.transfer =
             Some(Segments::new(segments, now, segments as u64 * self.setup.packet_bytes as u64));

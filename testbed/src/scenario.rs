@@ -240,6 +240,7 @@ impl TestbedScenario {
             entries.extend(std::iter::repeat_n(i, flow.count));
         }
         let mut ignored_jitter = false;
+        let mut ignored_pacing = false;
         for (i, flow) in scenario.flows.iter().enumerate() {
             let field = |name: &str| format!("flow[{i}].{name}");
             if flow.access_delay_ms != 0.0 {
@@ -252,12 +253,21 @@ impl TestbedScenario {
             if flow.jitter_ms != 0.0 {
                 ignored_jitter = true;
             }
+            if flow.pacing.is_some() {
+                ignored_pacing = true;
+            }
             if flow.join_bytes.is_some() {
                 return Err(format!("{}: joining transfers are not supported by the testbed", field("join_bytes")));
             }
         }
         if ignored_jitter {
             let _ = writeln!(notes, "note: jitter_ms is ignored: real endpoints bring their own timing noise");
+        }
+        if ignored_pacing {
+            let _ = writeln!(
+                notes,
+                "note: a flow's pacing is ignored: quiche paces, Linux TCP does when tcp_pacing = true"
+            );
         }
         let _ = writeln!(
             notes,
@@ -656,5 +666,16 @@ paths = [["a"], ["a"]]
             let counts = if stem.starts_with("eight-") { (8, 4) } else { (1, 1) };
             assert_eq!((quic.len(), tcp.len()), counts, "{file:?}");
         }
+    }
+
+    #[test]
+    fn a_flows_pacing_is_the_endpoints_own_in_the_testbed() {
+        let text =
+            CROSS.replace("path = [\"bottleneck\"]\n\n[[flow]]", "path = [\"bottleneck\"]\npacing = false\n\n[[flow]]");
+        assert_ne!(text, CROSS);
+        let scenario = TestbedScenario::from_toml(&text).unwrap();
+        let mut notes = String::new();
+        scenario.plan(1, &mut notes).unwrap();
+        assert!(notes.contains("note: a flow's pacing is ignored"), "{notes}");
     }
 }

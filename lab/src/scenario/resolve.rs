@@ -238,6 +238,7 @@ impl Scenario {
                     paths: paths.clone(),
                     access_delay,
                     jitter,
+                    pacing: flow.pacing.unwrap_or(self.pacing),
                     start: nanos(start),
                     stop,
                     traffic: traffic.clone(),
