@@ -333,6 +333,24 @@ path = ["b"]
     }
 
     #[test]
+    fn a_flows_pacing_overrides_the_scenarios_and_reaches_its_sender() {
+        let run = |text: &str| {
+            let setup = Scenario::from_toml(text).unwrap().resolve().unwrap();
+            let pacing: Vec<bool> = setup.connections.iter().map(|c| c.pacing).collect();
+            let result = crate::sim::Simulation::new(setup, 1).run();
+            (pacing, result.links[0].stats.drops, result.packets_sent)
+        };
+        let paced = run(GOOD);
+        let unpaced = run(&GOOD.replace("duration_s = 10", "duration_s = 10\npacing = false"));
+        let own = run(&GOOD.replace("count = 3", "count = 3\npacing = false"));
+        assert_eq!(paced.0, [true; 3]);
+        assert_eq!(own.0, [false; 3]);
+        // The flows' own key runs exactly what the scenario's does.
+        assert_eq!((own.1, own.2), (unpaced.1, unpaced.2));
+        assert_ne!((paced.1, paced.2), (unpaced.1, unpaced.2));
+    }
+
+    #[test]
     fn scenarios_round_trip_through_toml() {
         let scenario = Scenario::from_toml(GOOD).unwrap();
         assert_eq!(Scenario::from_toml(&scenario.to_toml()).unwrap(), scenario);
