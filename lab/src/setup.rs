@@ -143,8 +143,6 @@ pub struct Setup {
     pub bin: Nanos,
     /// Packet size on the wire, bytes.
     pub packet_bytes: u32,
-    /// The scenario's pacing, which a connection may override.
-    pub pacing: bool,
     /// Receivers acknowledge every this many packets...
     pub ack_every: u32,
     /// ...or this long after the first unacknowledged one.

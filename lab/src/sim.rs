@@ -39,6 +39,7 @@ use crate::sender::Sender;
 use crate::sender::SenderConfig;
 use crate::sender::Transfer;
 use crate::sender::BULK;
+use crate::setup::ConnectionSetup;
 use crate::setup::Join;
 use crate::setup::Setup;
 use crate::setup::Traffic;
@@ -62,7 +63,16 @@ pub struct Simulation {
     bins: Vec<Vec<u64>>,
     completions: Vec<Vec<Completion>>,
     params: Params,
-    sender_config: SenderConfig,
+}
+
+/// The sender configuration of `connection` in `setup`.
+fn sender_config(setup: &Setup, connection: &ConnectionSetup) -> SenderConfig {
+    SenderConfig {
+        packet_bytes: setup.packet_bytes,
+        max_ack_delay: setup.max_ack_delay,
+        pacing: connection.pacing,
+        initial_rtt: INITIAL_RTT,
+    }
 }
 
 impl Simulation {
@@ -76,12 +86,6 @@ impl Simulation {
             initial_window_packets: INITIAL_WINDOW_PACKETS,
             max_datagram_size: setup.packet_bytes as usize,
             initial_rtt: std::time::Duration::from_nanos(INITIAL_RTT),
-        };
-        let sender_config = SenderConfig {
-            packet_bytes: setup.packet_bytes,
-            max_ack_delay: setup.max_ack_delay,
-            pacing: setup.pacing,
-            initial_rtt: INITIAL_RTT,
         };
         let mut path_links = Vec::new();
         let mut flows = Vec::new();
@@ -132,7 +136,7 @@ impl Simulation {
                             spec: spec.clone(),
                             group: group.clone(),
                             sender: Sender::new(
-                                SenderConfig { pacing: connection.pacing, ..sender_config },
+                                sender_config(&setup, connection),
                                 build_controller(spec, group.as_ref(), &params),
                                 data,
                             ),
@@ -174,7 +178,6 @@ impl Simulation {
             bins: vec![vec![0; bin_count]; connections],
             completions: vec![Vec::new(); connections],
             params,
-            sender_config,
             setup,
         }
     }
@@ -454,8 +457,7 @@ impl Simulation {
         transport.finished_stats.add(&finished);
         transport.epoch = transport.epoch.wrapping_add(1);
         let controller = build_controller(&transport.spec, transport.group.as_ref(), &self.params);
-        let config = SenderConfig { pacing: connection.pacing, ..self.sender_config };
-        transport.sender = Sender::new(config, controller, Data::transfer(segments));
+        transport.sender = Sender::new(sender_config(&self.setup, connection), controller, Data::transfer(segments));
         transport.receiver = Receiver::new();
         transport.receiver.transfer =
             Some(Segments::new(segments, now, segments as u64 * self.setup.packet_bytes as u64));

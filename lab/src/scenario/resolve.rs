@@ -255,7 +255,6 @@ impl Scenario {
             warmup: nanos(warmup),
             bin: nanos(bin),
             packet_bytes: self.packet_bytes,
-            pacing: self.pacing,
             ack_every: self.ack_every,
             max_ack_delay: nanos(max_ack_delay * 1e-3),
             start_spread: nanos(spread),
