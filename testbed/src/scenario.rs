@@ -239,8 +239,6 @@ impl TestbedScenario {
         for (i, flow) in scenario.flows.iter().enumerate() {
             entries.extend(std::iter::repeat_n(i, flow.count));
         }
-        let mut ignored_jitter = false;
-        let mut ignored_pacing = false;
         for (i, flow) in scenario.flows.iter().enumerate() {
             let field = |name: &str| format!("flow[{i}].{name}");
             if flow.access_delay_ms != 0.0 {
@@ -250,20 +248,14 @@ impl TestbedScenario {
                     flow.access_delay_ms
                 ));
             }
-            if flow.jitter_ms != 0.0 {
-                ignored_jitter = true;
-            }
-            if flow.pacing.is_some() {
-                ignored_pacing = true;
-            }
             if flow.join_bytes.is_some() {
                 return Err(format!("{}: joining transfers are not supported by the testbed", field("join_bytes")));
             }
         }
-        if ignored_jitter {
+        if scenario.flows.iter().any(|flow| flow.jitter_ms != 0.0) {
             let _ = writeln!(notes, "note: jitter_ms is ignored: real endpoints bring their own timing noise");
         }
-        if ignored_pacing {
+        if scenario.flows.iter().any(|flow| flow.pacing.is_some()) {
             let _ = writeln!(
                 notes,
                 "note: a flow's pacing is ignored: quiche paces, Linux TCP does when tcp_pacing = true"
