@@ -430,13 +430,20 @@ mod tests {
         assert!("multcp:n=2,b=1".parse::<Spec>().unwrap_err().to_string().contains("accepted range (0, 1)"));
     }
 
-    #[test]
-    fn loss_leaves_n_minus_half_over_n_of_the_window() {
-        let mut controller = multcp("multcp:n=4,decrease=paper");
+    /// `spec` after one round of the rapid phase (10 packets acked: 10 -> 30
+    /// packets) and the loss of the first of 3 packets sent then.
+    fn after_one_loss(spec: &str) -> MulTcp {
+        let mut controller = multcp(spec);
         let mut host = Host::new(&mut controller);
-        host.round(); // 10 packets acked in the rapid phase: 10 -> 30 packets
+        host.round();
         let sent = host.send(3);
         host.event(&[], &[sent.start]);
+        controller
+    }
+
+    #[test]
+    fn loss_leaves_n_minus_half_over_n_of_the_window() {
+        let controller = after_one_loss("multcp:n=4,decrease=paper");
         assert_eq!(controller.congestion_window(), 30_000 * 7 / 8);
         assert_eq!(controller.ssthresh(), Some(26_250));
         assert_eq!(controller.counters().loss_events, 1);
@@ -445,11 +452,7 @@ mod tests {
     #[test]
     fn by_default_a_loss_halves_one_flow_of_the_size_a_loss_finds() {
         // One of 4 flows hit, holding 1 + 0.165 * 3/4 times the mean window.
-        let mut controller = multcp("multcp:n=4");
-        let mut host = Host::new(&mut controller);
-        host.round();
-        let sent = host.send(3);
-        host.event(&[], &[sent.start]);
+        let controller = after_one_loss("multcp:n=4");
         let expected = 30_000.0 * (1.0 - 0.125 * crate::window::hit_window_bias(4.0));
         assert!((controller.congestion_window() as f64 - expected).abs() < 1.0);
         assert!((expected - 25_785.0).abs() < 1.0, "{expected}");
