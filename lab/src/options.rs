@@ -10,6 +10,8 @@ use flowshare_controllers::grammar::SpecError;
 use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
 
+use crate::setup::JitterShape;
+
 /// What the command line asked of a built-in scenario.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -43,6 +45,8 @@ pub struct Options {
     pub pacing: Option<bool>,
     /// Per-packet access jitter, ms (the lab's scorecard).
     pub access_jitter_ms: Option<f64>,
+    /// How that jitter varies from packet to packet (the lab's scorecard).
+    pub jitter_shape: Option<JitterShape>,
 }
 
 /// The options on the command line: flattened into `flowshare lab
@@ -98,6 +102,11 @@ pub struct OptionArgs {
     /// bottleneck; the lab's scorecard only (default 1).
     #[arg(long)]
     jitter: Option<f64>,
+    /// How the access jitter varies: drift (the lab's scorecard default: a
+    /// slowly moving delay that keeps every flow's spacing) or per-packet
+    /// (each packet draws its own, so a fast flow arrives in clumps).
+    #[arg(long)]
+    jitter_shape: Option<String>,
 }
 
 /// Checks that every value lies in `(0, max]`.
@@ -134,6 +143,12 @@ impl OptionArgs {
         if let Some(jitter) = self.jitter.filter(|jitter| !(0.0..=1000.0).contains(jitter)) {
             return Err(format!("--jitter {jitter} is out of range; accepted range [0, 1000]"));
         }
+        let jitter_shape = match self.jitter_shape.as_deref() {
+            None => None,
+            Some("drift") => Some(JitterShape::Drift),
+            Some("per-packet") => Some(JitterShape::PerPacket),
+            Some(other) => return Err(format!("--jitter-shape {other} is not a shape (accepted: drift, per-packet)")),
+        };
         at_least_one("seeds", self.seeds)?;
         at_least_one("m", self.m)?;
         if let Some(queue) = self.queue.as_deref().filter(|queue| !matches!(*queue, "droptail" | "red")) {
@@ -155,14 +170,28 @@ impl OptionArgs {
             warmup_s: self.warmup,
             pacing: self.pacing,
             access_jitter_ms: self.jitter,
+            jitter_shape,
         })
     }
 }
 
 /// The flags of the options a scenario may or may not read (`--quick` and
 /// `--seed` mean something to every one).
-pub const FLAGS: [&str; 12] =
-    ["seeds", "controllers", "n", "peers", "m", "bandwidths", "rtt", "queue", "duration", "warmup", "pacing", "jitter"];
+pub const FLAGS: [&str; 13] = [
+    "seeds",
+    "controllers",
+    "n",
+    "peers",
+    "m",
+    "bandwidths",
+    "rtt",
+    "queue",
+    "duration",
+    "warmup",
+    "pacing",
+    "jitter",
+    "jitter-shape",
+];
 
 impl Options {
     /// The flags of [`FLAGS`] given.
@@ -180,6 +209,7 @@ impl Options {
             self.warmup_s.is_some(),
             self.pacing.is_some(),
             self.access_jitter_ms.is_some(),
+            self.jitter_shape.is_some(),
         ];
         FLAGS.into_iter().zip(given).filter(|(_, given)| *given).map(|(flag, _)| flag).collect()
     }
@@ -312,6 +342,9 @@ mod tests {
         assert_eq!(error, "--warmup 10 is out of range; accepted range [0, duration)");
         assert_eq!(options(&["--jitter=-1"]).unwrap_err(), "--jitter -1 is out of range; accepted range [0, 1000]");
         assert_eq!(options(&["--jitter", "0"]).unwrap().access_jitter_ms, Some(0.0));
+        let error = options(&["--jitter-shape", "gauss"]).unwrap_err();
+        assert_eq!(error, "--jitter-shape gauss is not a shape (accepted: drift, per-packet)");
+        assert_eq!(options(&["--jitter-shape", "drift"]).unwrap().jitter_shape, Some(JitterShape::Drift));
     }
 
     #[test]
@@ -341,6 +374,8 @@ mod tests {
             "false",
             "--jitter",
             "3",
+            "--jitter-shape",
+            "per-packet",
         ];
         assert_eq!(options(&all).unwrap().given(), FLAGS);
     }

@@ -33,6 +33,7 @@
 use serde::Deserialize;
 use serde::Serialize;
 
+use crate::setup::JitterShape;
 use crate::setup::Role;
 
 mod resolve;
@@ -130,6 +131,11 @@ pub struct FlowConfig {
     /// Up to this much extra access delay per packet, ms.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub jitter_ms: f64,
+    /// How that delay varies: "per-packet" (default: each packet draws its
+    /// own, so a fast flow arrives in clumps) or "drift" (a slowly moving
+    /// delay that keeps every flow's spacing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_shape: Option<JitterShape>,
     /// Pace or not, for this flow only (default: the scenario's `pacing`),
     /// e.g. paced QUIC against unpaced TCP peers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -328,6 +334,7 @@ impl FlowConfig {
             paths: Vec::new(),
             access_delay_ms: 0.0,
             jitter_ms: 0.0,
+            jitter_shape: None,
             pacing: None,
             start_s: 0.0,
             stop_s: None,
@@ -391,6 +398,12 @@ impl FlowConfig {
     pub fn with_access(mut self, delay_ms: f64, jitter_ms: f64) -> FlowConfig {
         self.access_delay_ms = delay_ms;
         self.jitter_ms = jitter_ms;
+        self
+    }
+
+    /// With the access jitter varying as `shape` says.
+    pub fn with_jitter_shape(mut self, shape: JitterShape) -> FlowConfig {
+        self.jitter_shape = Some(shape);
         self
     }
 

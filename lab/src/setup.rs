@@ -56,6 +56,37 @@ pub enum Role {
     Other,
 }
 
+/// How a flow's extra access delay varies from packet to packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JitterShape {
+    /// Each packet draws its own delay, uniform up to the maximum, and waits
+    /// behind the flow's previous packet: a flow sending faster than one
+    /// packet per maximum jitter arrives in clumps, more so the faster it
+    /// sends.
+    #[default]
+    PerPacket,
+    /// The delay drifts linearly between values drawn uniformly up to the
+    /// maximum every [`DRIFT_PERIODS`] maximum jitters: phases move, but no
+    /// flow's spacing changes by more than 1 / [`DRIFT_PERIODS`], at any
+    /// rate.
+    Drift,
+}
+
+impl JitterShape {
+    /// The name scenario files and `--jitter-shape` use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JitterShape::PerPacket => "per-packet",
+            JitterShape::Drift => "drift",
+        }
+    }
+}
+
+/// How many maximum jitters a drifting delay takes from one drawn value to
+/// the next: its slope is at most 1 / this.
+pub const DRIFT_PERIODS: u64 = 10;
+
 /// The traffic a connection carries.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Traffic {
@@ -119,6 +150,8 @@ pub struct ConnectionSetup {
     pub access_delay: Nanos,
     /// Up to this much extra access delay per packet, uniformly drawn.
     pub jitter: Nanos,
+    /// How that delay varies from packet to packet.
+    pub jitter_shape: JitterShape,
     /// Pace when the controller gives a pacing rate (the flow's `pacing`,
     /// else the scenario's).
     pub pacing: bool,

@@ -21,6 +21,7 @@ use crate::events::Packet;
 use crate::flow::Cbr;
 use crate::flow::Endpoint;
 use crate::flow::Flow;
+use crate::flow::Jitter;
 use crate::flow::Receiver;
 use crate::flow::Route;
 use crate::flow::Segments;
@@ -110,8 +111,9 @@ impl Simulation {
                     path_start,
                     path_len: path.len() as u8,
                     access_delay: connection.access_delay,
-                    jitter: connection.jitter,
                     return_delay: connection.access_delay + link_delays,
+                    outbound_jitter: Jitter::new(connection.jitter, connection.jitter_shape),
+                    inbound_jitter: Jitter::new(connection.jitter, connection.jitter_shape),
                     last_out: 0,
                     last_back: 0,
                 };

@@ -252,8 +252,11 @@ impl TestbedScenario {
                 return Err(format!("{}: joining transfers are not supported by the testbed", field("join_bytes")));
             }
         }
-        if scenario.flows.iter().any(|flow| flow.jitter_ms != 0.0) {
-            let _ = writeln!(notes, "note: jitter_ms is ignored: real endpoints bring their own timing noise");
+        if scenario.flows.iter().any(|flow| flow.jitter_ms != 0.0 || flow.jitter_shape.is_some()) {
+            let _ = writeln!(
+                notes,
+                "note: jitter_ms and jitter_shape are ignored: real endpoints bring their own timing noise"
+            );
         }
         if scenario.flows.iter().any(|flow| flow.pacing.is_some()) {
             let _ = writeln!(

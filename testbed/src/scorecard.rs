@@ -22,21 +22,23 @@ use flowshare_lab::scorecard::card::Sample;
 use flowshare_lab::scorecard::card::Scorecard;
 use flowshare_lab::scorecard::card::Shard;
 use flowshare_lab::scorecard::grid;
+use flowshare_lab::scorecard::grid::Access;
 use flowshare_lab::scorecard::grid::Cell;
 use flowshare_lab::scorecard::grid::Flows;
 use flowshare_lab::scorecard::grid::Path;
 use flowshare_lab::scorecard::grid::QUEUES;
 use flowshare_lab::scorecard::PRECISION;
 use flowshare_lab::scorecard::TOLERANCE;
+use flowshare_lab::setup::JitterShape;
 
 use crate::builtin;
 use crate::builtin::Case;
 use crate::cli::MachineArgs;
 use crate::scenario::Transport;
 
-/// The weighted flows' access delay and jitter, ms: none, every path's
-/// delay is its link's (the testbed refuses access delays).
-const NO_ACCESS: (f64, f64) = (0.0, 0.0);
+/// The weighted flows' access: none, every path's delay is its link's (the
+/// testbed refuses access delays).
+const NO_ACCESS: Access = Access { delay_ms: 0.0, jitter_ms: 0.0, jitter_shape: JitterShape::PerPacket };
 
 /// The controllers whose weight the issue asks the testbed to prove.
 const CONTROLLERS: [&str; 2] = ["pa-multcp", "multfrc"];
@@ -77,9 +79,9 @@ fn pacing(name: &str) -> (&str, bool) {
 /// N = 0.5, 2, 4, 8 on two paths and three queues; the quick form runs one
 /// path, drop-tail, the Linux and quiche CUBIC peers and N = 0.5, 4.
 pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
-    if options.access_jitter_ms.is_some() {
+    if options.access_jitter_ms.is_some() || options.jitter_shape.is_some() {
         return Err(
-            "--jitter is the lab's: the testbed's flows have no access links, their timing is the endpoints' own"
+            "--jitter and --jitter-shape are the lab's: the testbed's flows have no access links, their timing is the endpoints' own"
                 .into(),
         );
     }
@@ -127,6 +129,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         precision: PRECISION,
         tolerance: TOLERANCE,
         access_jitter_ms: None,
+        access_jitter_shape: None,
     })
 }
 

@@ -238,6 +238,7 @@ impl Scenario {
                     paths: paths.clone(),
                     access_delay,
                     jitter,
+                    jitter_shape: flow.jitter_shape.unwrap_or_default(),
                     pacing: flow.pacing.unwrap_or(self.pacing),
                     start: nanos(start),
                     stop,

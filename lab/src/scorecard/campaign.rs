@@ -18,6 +18,7 @@ use crate::scorecard::card::Scorecard;
 use crate::scorecard::card::Shard;
 use crate::scorecard::grid::Cell;
 use crate::scorecard::grid::Group;
+use crate::setup::JitterShape;
 
 /// How many seeds a cell runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -52,6 +53,8 @@ pub struct Campaign {
     pub tolerance: f64,
     /// The lab's access jitter, ms, when `--jitter` set it.
     pub access_jitter_ms: Option<f64>,
+    /// How the lab's access jitter varies, when `--jitter-shape` set it.
+    pub access_jitter_shape: Option<JitterShape>,
 }
 
 /// One run to do: the group (its position in [`Campaign::groups`]), the
@@ -151,6 +154,7 @@ impl Campaign {
             precision: self.precision,
             tolerance: self.tolerance,
             access_jitter_ms: self.access_jitter_ms,
+            access_jitter_shape: self.access_jitter_shape,
             grid_groups: self.groups.len(),
             shard: self.shard,
             groups,
@@ -178,6 +182,7 @@ mod tests {
             precision: 0.05,
             tolerance: 0.1,
             access_jitter_ms: None,
+            access_jitter_shape: None,
         }
     }
 

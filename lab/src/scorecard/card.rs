@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::metrics;
 use crate::result::RunResult;
+use crate::setup::JitterShape;
 use crate::setup::Role;
 
 /// What one run is reduced to.
@@ -254,9 +255,13 @@ pub struct Scorecard {
     /// A weighted cell holds within this fraction of N times the control.
     pub tolerance: f64,
     /// The lab's access jitter, ms, when `--jitter` set it (absent: the
-    /// default, `grid::LAB_ACCESS_MS`).
+    /// default, `grid::LAB_ACCESS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_jitter_ms: Option<f64>,
+    /// How the lab's access jitter varies, when `--jitter-shape` set it
+    /// (absent: the default, `grid::LAB_ACCESS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_jitter_shape: Option<JitterShape>,
     /// Groups in the whole grid.
     pub grid_groups: usize,
     /// The shard this file holds; absent for a whole grid.
@@ -293,6 +298,7 @@ impl Scorecard {
                 && card.precision == first.precision
                 && card.tolerance == first.tolerance
                 && card.access_jitter_ms == first.access_jitter_ms
+                && card.access_jitter_shape == first.access_jitter_shape
                 && card.grid_groups == first.grid_groups
                 && card.shard.map(|shard| shard.count) == Some(count))
             .then_some(())
@@ -364,6 +370,7 @@ mod tests {
             precision: 0.05,
             tolerance: 0.1,
             access_jitter_ms: Some(3.0),
+            access_jitter_shape: Some(JitterShape::PerPacket),
             grid_groups: 1,
             shard: Some(Shard { index: 0, count: 1 }),
             groups: vec![GroupCard {
@@ -390,6 +397,7 @@ mod tests {
             precision: 0.05,
             tolerance: 0.1,
             access_jitter_ms: None,
+            access_jitter_shape: None,
             grid_groups: 3,
             shard,
             groups: indexes
@@ -414,8 +422,13 @@ mod tests {
         assert_eq!(merged.to_json().unwrap(), whole.to_json().unwrap());
         assert!(Scorecard::merge(vec![a.clone()]).unwrap_err().contains("once each"));
         assert!(Scorecard::merge(vec![a.clone(), b.clone(), b.clone()]).is_err());
-        let jittered = Scorecard { access_jitter_ms: Some(3.0), ..b };
-        assert_eq!(Scorecard::merge(vec![a, jittered]).unwrap_err(), "the scorecards are shards of different grids");
+        let jittered = Scorecard { access_jitter_ms: Some(3.0), ..b.clone() };
+        assert_eq!(
+            Scorecard::merge(vec![a.clone(), jittered]).unwrap_err(),
+            "the scorecards are shards of different grids"
+        );
+        let clumped = Scorecard { access_jitter_shape: Some(JitterShape::PerPacket), ..b };
+        assert_eq!(Scorecard::merge(vec![a, clumped]).unwrap_err(), "the scorecards are shards of different grids");
         assert!(Shard::parse("0/2").is_err() && Shard::parse("3/2").is_err() && Shard::parse("x").is_err());
         assert!(Shard { index: 1, count: 2 }.owns(3));
     }

@@ -13,6 +13,7 @@ use crate::scenario::FlowConfig;
 use crate::scenario::LinkConfig;
 use crate::scenario::Scenario;
 use crate::scenario::BOTTLENECK;
+use crate::setup::JitterShape;
 use crate::setup::Role;
 
 /// Controller flows in a paper-scale control: ten flows at weight one among
@@ -129,14 +130,14 @@ impl Group {
     /// The scenario of `cell`, the path's duration long (the first quarter
     /// is warm-up); `peer_flows(count)` gives the standard flows (the lab
     /// puts the peer spec in `cc`, the testbed also picks their transport)
-    /// and `access` the weighted flows' access delay and jitter, ms (the
-    /// lab's [`LAB_ACCESS_MS`] unless `--jitter` says otherwise; the testbed
-    /// has none: every path's delay is its link's).
+    /// and `access` the weighted flows' way in (the lab's [`LAB_ACCESS`]
+    /// unless `--jitter` says otherwise; the testbed has none: every path's
+    /// delay is its link's).
     pub fn scenario(
         &self,
         cell: Cell,
         start_spread_s: f64,
-        access: (f64, f64),
+        access: Access,
         peer_flows: &dyn Fn(usize) -> Result<FlowConfig, String>,
     ) -> Result<Scenario, String> {
         let spec = self.controller.parse::<flowshare_controllers::Spec>().map_err(|e| e.to_string())?;
@@ -150,9 +151,8 @@ impl Group {
             .with_queue(queue.discipline)
             .with_buffer_bdp(queue.buffer_bdp, self.path.rtt_ms);
         let name = format!("scorecard {} n={}", self.key(), cell.weight());
-        let weighted = FlowConfig::bulk(&spec.to_string(), controller_flows, &[BOTTLENECK])
-            .with_access(access.0, access.1)
-            .with_role(Role::Weighted);
+        let weighted = FlowConfig::bulk(&spec.to_string(), controller_flows, &[BOTTLENECK]).with_role(Role::Weighted);
+        let weighted = access.apply(weighted);
         let peers = peer_flows(standard)?.with_role(Role::Standard);
         let duration_s = self.path.duration_s;
         Ok(Scenario::dumbbell(&name, duration_s, duration_s * WARMUP_FRACTION, start_spread_s, bottleneck)
@@ -190,18 +190,45 @@ pub fn groups(
     groups
 }
 
-/// The lab's access delay and jitter of every flow, ms, as in the
-/// experiments: the jitter breaks the phase effects of identical paths.
-/// Where one connection sends most of the packets into a chronically full
-/// drop-tail queue (the small paths at N >= 8), the share it gets depends
-/// on this jitter as much as on its controller (lab/README.md): `--jitter`
-/// measures that.
-pub const LAB_ACCESS_MS: (f64, f64) = (1.0, 1.0);
+/// A flow's way into the network: access delay and jitter, ms, and how
+/// the jitter varies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Access {
+    /// One-way access delay, ms.
+    pub delay_ms: f64,
+    /// Up to this much more per packet, ms.
+    pub jitter_ms: f64,
+    /// How the extra delay varies from packet to packet.
+    pub jitter_shape: JitterShape,
+}
 
-/// The lab's standard flows of `peer`: bulk flows with the access delay
-/// and jitter `access`, ms.
-pub fn lab_peers(peer: &str, count: usize, access: (f64, f64)) -> FlowConfig {
-    FlowConfig::bulk(peer, count, &[BOTTLENECK]).with_access(access.0, access.1)
+impl Access {
+    /// `flow` with this access.
+    pub fn apply(&self, flow: FlowConfig) -> FlowConfig {
+        let flow = flow.with_access(self.delay_ms, self.jitter_ms);
+        if self.jitter_ms > 0.0 {
+            flow.with_jitter_shape(self.jitter_shape)
+        } else {
+            flow
+        }
+    }
+}
+
+/// The lab's access of every flow. The jitter breaks the phase effects of
+/// identical paths; it drifts rather than being drawn per packet, because a
+/// per-packet draw that may not reorder a flow squeezes a fast flow's
+/// packets into clumps (one connection of 30 flowshares at 400 Mbit/s sends
+/// a packet every 0.2 ms against 1 ms of jitter) and a drop-tail queue drops
+/// clumps first, which the N flows the connection stands for would not
+/// suffer (lab/README.md). Where one connection sends most of the packets
+/// into a chronically full drop-tail queue (the small paths at N >= 8), the
+/// share it gets depends on the jitter as much as on its controller:
+/// `--jitter` and `--jitter-shape` measure that.
+pub const LAB_ACCESS: Access = Access { delay_ms: 1.0, jitter_ms: 1.0, jitter_shape: JitterShape::Drift };
+
+/// The lab's standard flows of `peer`: bulk flows with `access`.
+pub fn lab_peers(peer: &str, count: usize, access: Access) -> FlowConfig {
+    access.apply(FlowConfig::bulk(peer, count, &[BOTTLENECK]))
 }
 
 #[cfg(test)]
@@ -217,9 +244,8 @@ mod tests {
     fn paper_scale_cells_keep_the_total_of_flowshares_and_the_control_has_ten_flows() {
         let group = group(Flows::Total(200));
         let flows = |cell| {
-            let scenario = group
-                .scenario(cell, 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS_MS)))
-                .unwrap();
+            let scenario =
+                group.scenario(cell, 2.0, LAB_ACCESS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS))).unwrap();
             (scenario.flows[0].count, scenario.flows[1].count, scenario.flows[0].cc.clone().unwrap_or_default())
         };
         assert_eq!(flows(Cell::Control), (10, 190, "pa-multcp:n=1".into()));
@@ -231,7 +257,7 @@ mod tests {
     fn a_cell_runs_its_queue_and_resolves() {
         let group = group(Flows::Standard(4));
         let scenario = group
-            .scenario(Cell::Weight(8.0), 2.0, LAB_ACCESS_MS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS_MS)))
+            .scenario(Cell::Weight(8.0), 2.0, LAB_ACCESS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS)))
             .unwrap();
         assert_eq!((scenario.flows[0].count, scenario.flows[1].count), (1, 4));
         assert_eq!(scenario.links[0].buffer_bdp, Some(0.5));

@@ -116,13 +116,18 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
         precision: PRECISION,
         tolerance: TOLERANCE,
         access_jitter_ms: options.access_jitter_ms,
+        access_jitter_shape: options.jitter_shape,
     })
 }
 
 /// The lab's scenario of `job`: every flow with the lab's access delay and
 /// the campaign's jitter.
 fn lab_scenario(campaign: &Campaign, job: &Job) -> Result<Scenario, String> {
-    let access = (grid::LAB_ACCESS_MS.0, campaign.access_jitter_ms.unwrap_or(grid::LAB_ACCESS_MS.1));
+    let access = grid::Access {
+        jitter_ms: campaign.access_jitter_ms.unwrap_or(grid::LAB_ACCESS.jitter_ms),
+        jitter_shape: campaign.access_jitter_shape.unwrap_or(grid::LAB_ACCESS.jitter_shape),
+        ..grid::LAB_ACCESS
+    };
     let group = &campaign.groups[job.group];
     group.scenario(job.cell, LAB_START_SPREAD_S, access, &|count| Ok(grid::lab_peers(&group.peer, count, access)))
 }
@@ -241,7 +246,7 @@ mod tests {
     #[test]
     fn the_jitter_reaches_the_weighted_connection_and_its_peers() {
         let quick = Options { quick: true, ..Options::default() };
-        assert_eq!(jitters(&quick), [grid::LAB_ACCESS_MS.1; 2]);
+        assert_eq!(jitters(&quick), [grid::LAB_ACCESS.jitter_ms; 2]);
         let jittered = Options { access_jitter_ms: Some(3.0), ..quick };
         assert_eq!(jitters(&jittered), [3.0; 2]);
         assert_eq!(lab_campaign(&jittered, None).unwrap().access_jitter_ms, Some(3.0));

@@ -116,9 +116,17 @@ pub fn headline(card: &Scorecard) -> String {
         card.tolerance * 100.0,
         card.precision * 100.0
     );
-    if let Some(jitter) = card.access_jitter_ms {
-        let default = crate::scorecard::grid::LAB_ACCESS_MS.1;
-        let _ = writeln!(text, "access jitter: {jitter} ms per packet (--jitter; the lab's default is {default} ms)");
+    if card.access_jitter_ms.is_some() || card.access_jitter_shape.is_some() {
+        let default = crate::scorecard::grid::LAB_ACCESS;
+        let jitter = card.access_jitter_ms.unwrap_or(default.jitter_ms);
+        let shape = card.access_jitter_shape.unwrap_or(default.jitter_shape);
+        let _ = writeln!(
+            text,
+            "access jitter: up to {jitter} ms, {} (--jitter, --jitter-shape; the lab's default is up to {} ms, {})",
+            shape.name(),
+            default.jitter_ms,
+            default.jitter_shape.name()
+        );
     }
     text
 }
