@@ -23,7 +23,8 @@
 //! | [`mcompound`] | MCompound: Compound TCP subflows coupled in a group (paper 003 section III-B) |
 //!
 //! Shared pieces: [`aimd`] (AIMD equations), [`window`] (the loss-based
-//! window loop), [`loss_intervals`] (TFRC's loss event rate, measured on the
+//! window loop), [`pacing`] (spacing a weighted connection's packets as
+//! its flows would arrive), [`loss_intervals`] (TFRC's loss event rate, measured on the
 //! sender), [`equations`] (the TCP and n-flow throughput equations, CUBIC's
 //! window and response functions).
 //!
@@ -49,6 +50,7 @@ pub mod mulcubic;
 pub mod multcp;
 pub mod multfrc;
 pub mod pa_multcp;
+pub mod pacing;
 pub mod registry;
 pub mod reno;
 pub mod spec;

@@ -128,6 +128,8 @@ use crate::equations::CubicParams;
 use crate::equations::CUBIC_WEIGHT;
 use crate::grammar::Args;
 use crate::grammar::SpecError;
+use crate::pacing::Pacing;
+use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
 use crate::window::Decrease;
 use crate::window::SingleWindow;
@@ -141,13 +143,15 @@ pub struct MulCubicConfig {
     pub n: f64,
     /// How a loss event decreases the window.
     pub decrease: Decrease,
+    /// How the connection spaces its packets.
+    pub pacing: Pacing,
 }
 
 impl MulCubicConfig {
     /// MulCUBIC(n); `n` must lie in `[0.01, 256]`.
     pub fn new(n: f64) -> Result<Self, SpecError> {
         if CUBIC_WEIGHT.contains(n) {
-            Ok(MulCubicConfig { n, decrease: Decrease::PerFlow })
+            Ok(MulCubicConfig { n, decrease: Decrease::PerFlow, pacing: Pacing::DEFAULT })
         } else {
             Err(SpecError::out_of_range("mulcubic", "n", n, CUBIC_WEIGHT))
         }
@@ -175,11 +179,12 @@ impl MulCubicConfig {
 }
 
 impl AlgorithmConfig for MulCubicConfig {
-    /// Parses `n` and `decrease`.
+    /// Parses `n`, `decrease` and `pacing`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let config = MulCubicConfig::new(args.weight(CUBIC_WEIGHT)?)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
-        Ok(MulCubicConfig { decrease, ..config })
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        Ok(MulCubicConfig { decrease, pacing, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -187,7 +192,7 @@ impl AlgorithmConfig for MulCubicConfig {
     }
 
     fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
-        Ok(Arc::new(MulCubicConfig { decrease: self.decrease, ..MulCubicConfig::new(n)? }))
+        Ok(Arc::new(MulCubicConfig { decrease: self.decrease, pacing: self.pacing, ..MulCubicConfig::new(n)? }))
     }
 
     fn build(&self, params: &Params) -> Box<dyn Controller> {
@@ -201,7 +206,11 @@ impl fmt::Display for MulCubicConfig {
         match self.decrease {
             Decrease::PerFlow => Ok(()),
             Decrease::Paper => f.write_str(",decrease=paper"),
+        }?;
+        if self.pacing != Pacing::DEFAULT {
+            write!(f, ",pacing={}", self.pacing.name())?;
         }
+        Ok(())
     }
 }
 
@@ -214,8 +223,12 @@ impl WindowAlgorithm<CubicWindow> for MulCubicConfig {
         Some(self.n)
     }
 
+    fn pacing(&self) -> Pacing {
+        self.pacing
+    }
+
     fn set_weight(&mut self, window: &mut CubicWindow, weight: f64) -> Result<(), SpecError> {
-        *self = MulCubicConfig { decrease: self.decrease, ..MulCubicConfig::new(weight)? };
+        *self = MulCubicConfig { decrease: self.decrease, pacing: self.pacing, ..MulCubicConfig::new(weight)? };
         window.set_params(self.params());
         window.set_virtual_flows(self.decrease.virtual_flows(self.n));
         Ok(())
@@ -489,7 +502,7 @@ mod tests {
             .parse::<Spec>()
             .unwrap_err()
             .to_string()
-            .contains("a is not a known key (accepted: n, decrease)"));
+            .contains("a is not a known key (accepted: n, decrease, pacing)"));
     }
 
     #[test]

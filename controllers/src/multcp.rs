@@ -55,6 +55,8 @@ use crate::controller::Params;
 use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
+use crate::pacing::Pacing;
+use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
 use crate::window::Decrease;
 use crate::window::SingleWindow;
@@ -87,19 +89,33 @@ pub struct MulTcpConfig {
     pub aimd: Aimd,
     /// How a loss event decreases the window.
     pub decrease: Decrease,
+    /// How the connection spaces its packets.
+    pub pacing: Pacing,
     choice: PairChoice,
 }
 
 impl MulTcpConfig {
     /// MulTCP(1): one standard flow, AIMD(1, 1/2).
     pub fn one_flow() -> Self {
-        MulTcpConfig { n: 1.0, aimd: Aimd::STANDARD, decrease: Decrease::PerFlow, choice: PairChoice::Default }
+        MulTcpConfig {
+            n: 1.0,
+            aimd: Aimd::STANDARD,
+            decrease: Decrease::PerFlow,
+            pacing: Pacing::DEFAULT,
+            choice: PairChoice::Default,
+        }
     }
 
     /// MulTCP(n) with the default pair.
     pub fn new(n: f64) -> Result<Self, SpecError> {
         check_weight(n)?;
-        Ok(MulTcpConfig { n, aimd: default_pair(n), decrease: Decrease::PerFlow, choice: PairChoice::Default })
+        Ok(MulTcpConfig {
+            n,
+            aimd: default_pair(n),
+            decrease: Decrease::PerFlow,
+            pacing: Pacing::DEFAULT,
+            choice: PairChoice::Default,
+        })
     }
 
     /// MulTCP(n) with increase `a` and `b` from eq. (5).
@@ -117,6 +133,7 @@ impl MulTcpConfig {
             n,
             aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
             decrease: Decrease::PerFlow,
+            pacing: Pacing::DEFAULT,
             choice: PairChoice::Increase,
         })
     }
@@ -132,18 +149,19 @@ impl MulTcpConfig {
             n,
             aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
             decrease: Decrease::PerFlow,
+            pacing: Pacing::DEFAULT,
             choice: PairChoice::Decrease,
         })
     }
 
-    /// The same choice of pair and decrease rule for another weight.
+    /// The same choice of pair, decrease rule and pacing for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         let config = match self.choice {
             PairChoice::Default => MulTcpConfig::new(n),
             PairChoice::Increase => MulTcpConfig::with_increase(n, self.aimd.increase),
             PairChoice::Decrease => MulTcpConfig::with_decrease(n, self.aimd.decrease),
         }?;
-        Ok(MulTcpConfig { decrease: self.decrease, ..config })
+        Ok(MulTcpConfig { decrease: self.decrease, pacing: self.pacing, ..config })
     }
 
     /// The number of virtual flows losses are attributed to: N with
@@ -170,12 +188,13 @@ impl MulTcpConfig {
 }
 
 impl AlgorithmConfig for MulTcpConfig {
-    /// Parses `n`, `a`, `b` and `decrease`.
+    /// Parses `n`, `a`, `b`, `decrease` and `pacing`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let n = args.weight(Range::WEIGHT)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let config = MulTcpConfig::pair_from_args(n, args)?;
-        Ok(MulTcpConfig { decrease, ..config })
+        Ok(MulTcpConfig { decrease, pacing, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -230,7 +249,11 @@ impl fmt::Display for MulTcpConfig {
         match self.decrease {
             Decrease::PerFlow => Ok(()),
             Decrease::Paper => f.write_str(",decrease=paper"),
+        }?;
+        if self.pacing != Pacing::DEFAULT {
+            write!(f, ",pacing={}", self.pacing.name())?;
         }
+        Ok(())
     }
 }
 
@@ -285,6 +308,10 @@ impl WindowAlgorithm<WindowLoop> for MulTcpAlgorithm {
 
     fn weight(&self) -> Option<f64> {
         (self.name == "multcp").then_some(self.config.n)
+    }
+
+    fn pacing(&self) -> Pacing {
+        self.config.pacing
     }
 
     fn set_weight(&mut self, window: &mut WindowLoop, weight: f64) -> Result<(), SpecError> {

@@ -187,6 +187,7 @@ use crate::equations::MulTfrcEquation;
 use crate::grammar::SpecError;
 use crate::loss_intervals::LossIntervals;
 use crate::loss_intervals::LossOutcome;
+use crate::pacing::Gaps;
 use crate::time::Time;
 use crate::window::AppLimitedTracker;
 use crate::window::MINIMUM_WINDOW_PACKETS;
@@ -277,6 +278,8 @@ pub struct MulTfrc {
     restart_receive_rate: Option<f64>,
     /// Bytes in flight as the host last reported them.
     in_flight: usize,
+    /// The gap after each packet.
+    gaps: Gaps,
     /// Event counts.
     counters: Counters,
 }
@@ -287,6 +290,7 @@ impl MulTfrc {
         let packet_size = params.max_datagram_size as f64;
         let initial_window = params.initial_window_packets as f64 * packet_size;
         let smoothed_rtt = params.initial_rtt.max(MIN_RTT);
+        let gaps = Gaps::new(config.pacing, config.n);
         MulTfrc {
             config,
             loss_intervals: LossIntervals::new(),
@@ -310,6 +314,7 @@ impl MulTfrc {
             timeout_pending: false,
             restart_receive_rate: None,
             in_flight: 0,
+            gaps,
             counters: Counters::default(),
         }
     }
@@ -493,6 +498,7 @@ impl Controller for MulTfrc {
         self.counters.record_sent(packet);
         self.loss_intervals.on_sent(packet.number, packet.time);
         self.app_limited.on_sent(packet.number);
+        self.gaps.on_sent(packet.number);
         self.in_flight = packet.bytes_in_flight;
         if packet.bytes_in_flight == 0 || self.nofeedback_deadline.is_none() {
             // Sending starts or resumes after an idle period: no feedback was owed.
@@ -623,6 +629,7 @@ impl Controller for MulTfrc {
 
     fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
         self.config = self.config.reweighted(weight)?;
+        self.gaps.set_weight(weight);
         self.apply_equation();
         Ok(())
     }
@@ -633,7 +640,7 @@ impl Controller for MulTfrc {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        Some(self.rate as u64)
+        Some(self.gaps.rate(self.rate as u64))
     }
 
     fn in_recovery(&self) -> bool {

@@ -127,7 +127,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         delivery: Delivery::Window,
         standard: None,
         grouped: false,
-        example: "mulcubic:n=4",
+        example: "mulcubic:n=4,pacing=flows",
         paper: Some("decrease=paper"),
         parse: parse::<MulCubicConfig>,
     },
@@ -139,7 +139,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         delivery: Delivery::Rate,
         standard: None,
         grouped: false,
-        example: "multfrc:n=4,b=2,t_mbi=1",
+        example: "multfrc:n=4,b=2,t_mbi=1,pacing=flows",
         paper: Some("flows_hit=paper,thinning=paper"),
         parse: parse::<MulTfrcConfig>,
     },
@@ -218,6 +218,8 @@ mod tests {
     use super::*;
     use crate::testing;
     use crate::testing::Host;
+    use crate::SentPacket;
+    use crate::Time;
 
     fn error(text: &str) -> String {
         text.parse::<Spec>().unwrap_err().to_string()
@@ -241,7 +243,7 @@ mod tests {
         assert!(error("multcp:n=NaN").contains("n = NaN is out of range"));
         assert!(error("multcp:n=inf").contains("n = inf is out of range"));
         assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
-        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, decrease, a, b)"));
+        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, decrease, pacing, a, b)"));
         assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
         assert!(error("multcp:n").contains("has no value"));
         assert!(error("bbr9").contains("algorithm \"bbr9\" is not a known algorithm"));
@@ -316,6 +318,34 @@ mod tests {
                     assert!(weighted.to_string().contains(key), "{weighted} lacks {key}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_weighted_controller_can_pace_as_its_flows() {
+        // Packets sent with no acknowledgement between them: the window and
+        // so the even rate stay put, and only the gaps may vary.
+        let gaps = |spec: &str| -> Vec<f64> {
+            let mut controller = spec.parse::<Spec>().unwrap().build(&testing::params());
+            (0..20_000u64)
+                .map(|number| {
+                    let time = Time::from_nanos(number * 1_000);
+                    controller.on_packet_sent(&SentPacket { number, bytes: 1200, time, bytes_in_flight: 0 });
+                    1.0 / controller.pacing_rate().unwrap() as f64
+                })
+                .collect()
+        };
+        for algorithm in weighted() {
+            let even = gaps(&format!("{}:n=8", algorithm.name));
+            assert!(even.iter().all(|&gap| gap == even[0]), "{}", algorithm.name);
+            let flows = gaps(&format!("{}:n=8,pacing=flows", algorithm.name));
+            let mean = flows.iter().sum::<f64>() / flows.len() as f64;
+            assert!((mean / even[0] - 1.0).abs() < 0.03, "{}: mean gap {mean} against {}", algorithm.name, even[0]);
+            let longer = flows.iter().filter(|&&gap| gap > 2.0 * even[0]).count();
+            // A share 7/8 exponential: P(gap > 2) = exp(-(2 - 1/8) / (7/8)), about 12 %.
+            assert!((2_000..2_800).contains(&longer), "{}: {longer} gaps over twice the even one", algorithm.name);
+            let one = gaps(&format!("{}:n=1,pacing=flows", algorithm.name));
+            assert!(one.iter().all(|&gap| gap == one[0]), "{}", algorithm.name);
         }
     }
 

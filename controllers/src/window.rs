@@ -42,6 +42,8 @@ use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
 use crate::grammar::SpecError;
+use crate::pacing::Gaps;
+use crate::pacing::Pacing;
 use crate::time::Time;
 use crate::virtual_flows::LossEvent;
 
@@ -437,6 +439,11 @@ pub trait WindowAlgorithm<W>: Debug + Send + Sync {
         let _ = (window, weight);
         Err(SpecError::not_settable(self.name(), "n"))
     }
+
+    /// How the connection spaces its packets.
+    fn pacing(&self) -> Pacing {
+        Pacing::Even
+    }
 }
 
 /// An unweighted algorithm known by its name alone (the reference CUBIC).
@@ -462,6 +469,8 @@ pub struct SingleWindow<W, A> {
     app_limited: AppLimitedTracker,
     /// Smoothed RTT of the last congestion event, for pacing.
     smoothed_rtt: Duration,
+    /// The gap after each packet.
+    gaps: Gaps,
     /// Event counts.
     counters: Counters,
 }
@@ -469,11 +478,13 @@ pub struct SingleWindow<W, A> {
 impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
     /// A controller running `algorithm` on `window`.
     pub fn around(window: W, algorithm: A, params: &Params) -> Self {
+        let gaps = Gaps::new(algorithm.pacing(), algorithm.weight().unwrap_or(1.0));
         SingleWindow {
             window,
             algorithm,
             app_limited: AppLimitedTracker::default(),
             smoothed_rtt: params.initial_rtt,
+            gaps,
             counters: Counters::default(),
         }
     }
@@ -494,6 +505,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
         self.counters.record_sent(packet);
         self.window.on_sent(packet.number);
         self.app_limited.on_sent(packet.number);
+        self.gaps.on_sent(packet.number);
     }
 
     fn on_congestion_event(&mut self, event: &CongestionEvent) {
@@ -528,7 +540,9 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
     }
 
     fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
-        self.algorithm.set_weight(&mut self.window, weight)
+        self.algorithm.set_weight(&mut self.window, weight)?;
+        self.gaps.set_weight(weight);
+        Ok(())
     }
 
     fn congestion_window(&self) -> usize {
@@ -536,7 +550,8 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        Some(pacing_rate(self.window.window(), self.window.in_slow_start(), self.smoothed_rtt.as_secs_f64()))
+        let rate = pacing_rate(self.window.window(), self.window.in_slow_start(), self.smoothed_rtt.as_secs_f64());
+        Some(self.gaps.rate(rate))
     }
 
     fn in_recovery(&self) -> bool {

@@ -1,5 +1,7 @@
 //! MulTFRC's parameters and the spec keys that set them.
 
+use crate::pacing::Pacing;
+use crate::pacing::PACINGS;
 use std::fmt;
 use std::sync::Arc;
 
@@ -81,6 +83,8 @@ pub struct MulTfrcConfig {
     pub flows_hit: FlowsHit,
     /// Which loss event rate the equation takes below one flowshare.
     pub thinning: Thinning,
+    /// How the rate is spaced into packets.
+    pub pacing: Pacing,
 }
 
 impl MulTfrcConfig {
@@ -100,6 +104,7 @@ impl MulTfrcConfig {
             t_mbi: Self::DEFAULT_T_MBI,
             flows_hit: FlowsHit::All,
             thinning: Thinning::Undo,
+            pacing: Pacing::DEFAULT,
         })
     }
 
@@ -111,14 +116,15 @@ impl MulTfrcConfig {
 }
 
 impl AlgorithmConfig for MulTfrcConfig {
-    /// Parses `n`, `b`, `t_mbi`, `flows_hit` and `thinning`.
+    /// Parses `n`, `b`, `t_mbi`, `flows_hit`, `thinning` and `pacing`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let n = args.weight(Range::WEIGHT)?;
         let b = args.real("b", B_RANGE)?.unwrap_or(Self::DEFAULT_B);
         let t_mbi = args.real("t_mbi", T_MBI_RANGE)?.unwrap_or(Self::DEFAULT_T_MBI);
         let flows_hit = args.choice("flows_hit", &FLOWS_HIT)?.unwrap_or(FlowsHit::All);
         let thinning = args.choice("thinning", &THINNING)?.unwrap_or(Thinning::Undo);
-        Ok(MulTfrcConfig { n, b, t_mbi, flows_hit, thinning })
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        Ok(MulTfrcConfig { n, b, t_mbi, flows_hit, thinning, pacing })
     }
 
     fn weight(&self) -> f64 {
@@ -148,6 +154,9 @@ impl fmt::Display for MulTfrcConfig {
         }
         if self.thinning != Thinning::Undo {
             write!(f, ",thinning={}", choice_name(&THINNING, self.thinning))?;
+        }
+        if self.pacing != Pacing::DEFAULT {
+            write!(f, ",pacing={}", self.pacing.name())?;
         }
         Ok(())
     }

@@ -467,7 +467,7 @@ fn bad_specs_name_the_key_and_the_accepted_range() {
     assert!(error("multfrc:n=300").contains("accepted range (0, 256]"));
     assert!(error("multfrc:b=3").contains("b = 3 is out of range; accepted range [1, 2]"));
     assert!(error("multfrc:t_mbi=0.5").contains("t_mbi = 0.5 is out of range; accepted range [1, 3600]"));
-    assert!(error("multfrc:j=2").contains("j is not a known key (accepted: n, b, t_mbi, flows_hit, thinning)"));
+    assert!(error("multfrc:j=2").contains("j is not a known key (accepted: n, b, t_mbi, flows_hit, thinning, pacing)"));
 }
 
 fn check_rate(controller: &MulTfrc) -> Result<(), TestCaseError> {

@@ -14,6 +14,8 @@ use crate::grammar::choice_name;
 use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
+use crate::pacing::Pacing;
+use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
 
 /// How packets are assigned to the two loops (section 4.3).
@@ -61,6 +63,8 @@ pub struct PaMulTcpConfig {
     pub probe: ProbeKind,
     /// What caps the adjusting loop.
     pub cap: CapRule,
+    /// How the connection spaces its packets.
+    pub pacing: Pacing,
 }
 
 impl PaMulTcpConfig {
@@ -76,7 +80,7 @@ impl PaMulTcpConfig {
                 format!("= {n} is out of range; accepted range {range}{with}"),
             ));
         }
-        Ok(PaMulTcpConfig { n, assignment, probe, cap: PaMulTcpConfig::DEFAULT_CAP })
+        Ok(PaMulTcpConfig { n, assignment, probe, cap: PaMulTcpConfig::DEFAULT_CAP, pacing: Pacing::DEFAULT })
     }
 
     /// The default assignment.
@@ -91,9 +95,14 @@ impl PaMulTcpConfig {
         PaMulTcpConfig { cap, ..self }
     }
 
+    /// The same config spacing its packets as `pacing` says.
+    pub fn with_pacing(self, pacing: Pacing) -> Self {
+        PaMulTcpConfig { pacing, ..self }
+    }
+
     /// The same choices for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
-        Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?.with_cap(self.cap))
+        Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?.with_cap(self.cap).with_pacing(self.pacing))
     }
 
     /// Whether there is an adjusting loop: N > 1.
@@ -128,13 +137,14 @@ impl PaMulTcpConfig {
 }
 
 impl AlgorithmConfig for PaMulTcpConfig {
-    /// Parses `n`, `assign` and `probe`.
+    /// Parses `n`, `assign`, `probe`, `cap` and `pacing`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let assignment = args.choice("assign", &ASSIGNMENTS)?.unwrap_or(PaMulTcpConfig::DEFAULT_ASSIGNMENT);
         let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
         let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let n = args.weight(weight_range(probe))?;
-        Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap))
+        Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap).with_pacing(pacing))
     }
 
     fn weight(&self) -> f64 {
@@ -161,6 +171,9 @@ impl fmt::Display for PaMulTcpConfig {
         }
         if self.cap != PaMulTcpConfig::DEFAULT_CAP {
             write!(f, ",cap={}", choice_name(&CAPS, self.cap))?;
+        }
+        if self.pacing != Pacing::DEFAULT {
+            write!(f, ",pacing={}", self.pacing.name())?;
         }
         Ok(())
     }

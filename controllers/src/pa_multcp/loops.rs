@@ -18,16 +18,6 @@ use crate::equations::CubicParams;
 use crate::window::LossWindow;
 use crate::window::WindowLoop;
 
-/// A number in [0, 1) drawn from a packet number: splitmix64's finaliser,
-/// so that neighbouring numbers draw independent-looking values.
-pub(super) fn draw(number: u64) -> f64 {
-    let mut z = number.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
-}
-
 /// One of the two window loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loop {

@@ -171,13 +171,14 @@ mod loops;
 #[cfg(test)]
 mod tests;
 
+use crate::pacing::draw;
+use crate::pacing::Gaps;
 pub use config::loop_pair;
 pub use config::Assignment;
 pub use config::CapRule;
 pub use config::PaMulTcpConfig;
 pub use config::ProbeKind;
 pub use loops::assign;
-use loops::draw;
 use loops::Ledger;
 pub use loops::Loop;
 use loops::ProbeLoop;
@@ -240,6 +241,8 @@ pub struct PaMulTcp {
     smoothed_rtt: Duration,
     /// Maximum datagram size, bytes: `W_max` is in packets of it.
     max_datagram_size: usize,
+    /// The gap after each packet.
+    gaps: Gaps,
     /// Event counts.
     counters: Counters,
 }
@@ -256,6 +259,7 @@ impl PaMulTcp {
         };
         let adjusting =
             WindowLoop::new(loop_pair(config.adjusting_flowshares(None, params.initial_rtt)), &adjusting_params);
+        let gaps = Gaps::new(config.pacing, config.n);
         PaMulTcp {
             probe: ProbeLoop::new(&config, params),
             adjusting,
@@ -274,6 +278,7 @@ impl PaMulTcp {
             app_limited: AppLimitedTracker::default(),
             smoothed_rtt: params.initial_rtt,
             max_datagram_size: params.max_datagram_size,
+            gaps,
             counters: Counters::default(),
         }
     }
@@ -409,6 +414,7 @@ impl PaMulTcp {
 impl Controller for PaMulTcp {
     fn on_packet_sent(&mut self, packet: &SentPacket) {
         self.counters.record_sent(packet);
+        self.gaps.on_sent(packet.number);
         if self.largest_sent.is_some_and(|largest| packet.number <= largest) {
             // Out of order: the ledger, the loops and the loss intervals
             // rely on increasing numbers, so the packet is not tracked.
@@ -511,6 +517,7 @@ impl Controller for PaMulTcp {
 
     fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
         self.config = self.config.reweighted(weight)?;
+        self.gaps.set_weight(weight);
         self.probe.reweight(&self.config);
         self.update_adjusting();
         Ok(())
@@ -524,7 +531,7 @@ impl Controller for PaMulTcp {
         let rtt = self.smoothed_rtt.as_secs_f64();
         let probe = window::pacing_rate(self.probe.window(), self.probe.in_slow_start(), rtt);
         let adjusting = if self.config.has_adjusting_loop() { self.adjusting.pacing_rate(rtt) } else { 0 };
-        Some(probe.saturating_add(adjusting))
+        Some(self.gaps.rate(probe.saturating_add(adjusting)))
     }
 
     fn in_recovery(&self) -> bool {

@@ -1,11 +1,11 @@
 //! PA-MulTCP's tests: the paper's rules, the measured cap and the draw.
 
-use super::loops::draw;
 use super::*;
 use crate::aimd::Aimd;
 use crate::equations::cubic_flow_params;
 use crate::equations::cubic_reno_flowshares;
 use crate::equations::CubicParams;
+use crate::pacing::draw;
 use crate::spec::Spec;
 use crate::testing;
 use crate::testing::Host;
@@ -420,7 +420,7 @@ fn spec_keys_and_errors() {
     assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
-    assert!(error("pa-multcp:m=1").contains("m is not a known key (accepted: assign, probe, cap, n)"));
+    assert!(error("pa-multcp:m=1").contains("m is not a known key (accepted: assign, probe, cap, pacing, n)"));
 }
 
 proptest! {
