@@ -242,8 +242,19 @@ mod tests {
                     if let Err(error) = case.scenario.plan(1, &mut notes) {
                         panic!("{}: {error}", case.name);
                     }
+                    assert!(!notes.contains("jitter"), "{}: {notes}", case.name);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_labs_jitter_flags_are_refused() {
+        let jittered = Options { access_jitter_ms: Some(2.0), ..Options::default() };
+        let shaped = Options { jitter_shape: Some(JitterShape::Drift), ..Options::default() };
+        for options in [jittered, shaped] {
+            let error = campaign(&options, None).err().expect("refused");
+            assert!(error.starts_with("--jitter and --jitter-shape are the lab's"), "{error}");
         }
     }
 }
