@@ -11,6 +11,7 @@ use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
 
 use crate::setup::JitterShape;
+use crate::setup::JITTER_SHAPES;
 
 /// What the command line asked of a built-in scenario.
 #[derive(Clone, Debug, Default)]
@@ -145,9 +146,10 @@ impl OptionArgs {
         }
         let jitter_shape = match self.jitter_shape.as_deref() {
             None => None,
-            Some("drift") => Some(JitterShape::Drift),
-            Some("per-packet") => Some(JitterShape::PerPacket),
-            Some(other) => return Err(format!("--jitter-shape {other} is not a shape (accepted: drift, per-packet)")),
+            Some(name) => Some(JitterShape::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = JITTER_SHAPES.iter().map(|(name, _)| *name).collect();
+                format!("--jitter-shape {name} is not a shape (accepted: {})", names.join(", "))
+            })?),
         };
         at_least_one("seeds", self.seeds)?;
         at_least_one("m", self.m)?;

@@ -73,13 +73,19 @@ pub enum JitterShape {
     Drift,
 }
 
+/// The shapes by the names scenario files and `--jitter-shape` use.
+pub const JITTER_SHAPES: [(&str, JitterShape); 2] =
+    [("drift", JitterShape::Drift), ("per-packet", JitterShape::PerPacket)];
+
 impl JitterShape {
     /// The name scenario files and `--jitter-shape` use.
     pub fn name(&self) -> &'static str {
-        match self {
-            JitterShape::PerPacket => "per-packet",
-            JitterShape::Drift => "drift",
-        }
+        JITTER_SHAPES.iter().find(|(_, shape)| shape == self).map_or("", |(name, _)| name)
+    }
+
+    /// The shape called `name`.
+    pub fn from_name(name: &str) -> Option<JitterShape> {
+        JITTER_SHAPES.iter().find(|(known, _)| *known == name).map(|(_, shape)| *shape)
     }
 }
 

@@ -160,6 +160,8 @@ use crate::epoch_average::EpochAverage;
 use crate::grammar::SpecError;
 use crate::loss_intervals::LossIntervals;
 use crate::loss_intervals::LossOutcome;
+use crate::pacing::draw;
+use crate::pacing::Gaps;
 use crate::time::Time;
 use crate::window;
 use crate::window::AppLimitedTracker;
@@ -171,8 +173,6 @@ mod loops;
 #[cfg(test)]
 mod tests;
 
-use crate::pacing::draw;
-use crate::pacing::Gaps;
 pub use config::loop_pair;
 pub use config::Assignment;
 pub use config::CapRule;

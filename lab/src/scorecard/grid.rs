@@ -203,7 +203,8 @@ pub struct Access {
 }
 
 impl Access {
-    /// `flow` with this access.
+    /// `flow` with this access; without jitter the shape is left unset, so
+    /// that the testbed, which has no access links, has nothing to note.
     pub fn apply(&self, flow: FlowConfig) -> FlowConfig {
         let flow = flow.with_access(self.delay_ms, self.jitter_ms);
         if self.jitter_ms > 0.0 {
