@@ -95,13 +95,20 @@ pub struct MulTcpConfig {
 }
 
 impl MulTcpConfig {
+    /// Paced as the N flows it stands for: the even pacing of one window
+    /// worth N flows takes more than N flowshares at a full drop-tail queue
+    /// ([`crate::pacing`]). The paper's senders are not paced at all; its
+    /// reproductions in the lab pace evenly (`pacing=even`, the registry's
+    /// paper keys).
+    pub const DEFAULT_PACING: Pacing = Pacing::Flows;
+
     /// MulTCP(1): one standard flow, AIMD(1, 1/2).
     pub fn one_flow() -> Self {
         MulTcpConfig {
             n: 1.0,
             aimd: Aimd::STANDARD,
             decrease: Decrease::PerFlow,
-            pacing: Pacing::DEFAULT,
+            pacing: MulTcpConfig::DEFAULT_PACING,
             choice: PairChoice::Default,
         }
     }
@@ -113,7 +120,7 @@ impl MulTcpConfig {
             n,
             aimd: default_pair(n),
             decrease: Decrease::PerFlow,
-            pacing: Pacing::DEFAULT,
+            pacing: MulTcpConfig::DEFAULT_PACING,
             choice: PairChoice::Default,
         })
     }
@@ -133,7 +140,7 @@ impl MulTcpConfig {
             n,
             aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
             decrease: Decrease::PerFlow,
-            pacing: Pacing::DEFAULT,
+            pacing: MulTcpConfig::DEFAULT_PACING,
             choice: PairChoice::Increase,
         })
     }
@@ -149,7 +156,7 @@ impl MulTcpConfig {
             n,
             aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
             decrease: Decrease::PerFlow,
-            pacing: Pacing::DEFAULT,
+            pacing: MulTcpConfig::DEFAULT_PACING,
             choice: PairChoice::Decrease,
         })
     }
@@ -192,7 +199,7 @@ impl AlgorithmConfig for MulTcpConfig {
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let n = args.weight(Range::WEIGHT)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
-        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(MulTcpConfig::DEFAULT_PACING);
         let config = MulTcpConfig::pair_from_args(n, args)?;
         Ok(MulTcpConfig { decrease, pacing, ..config })
     }
@@ -250,7 +257,7 @@ impl fmt::Display for MulTcpConfig {
             Decrease::PerFlow => Ok(()),
             Decrease::Paper => f.write_str(",decrease=paper"),
         }?;
-        if self.pacing != Pacing::DEFAULT {
+        if self.pacing != MulTcpConfig::DEFAULT_PACING {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
         Ok(())

@@ -32,9 +32,6 @@ pub enum Pacing {
 }
 
 impl Pacing {
-    /// The default of every weighted controller.
-    pub const DEFAULT: Pacing = Pacing::Even;
-
     /// The name in specs.
     pub fn name(self) -> &'static str {
         choice_name(&PACINGS, self)

@@ -369,7 +369,10 @@ mod tests {
             assert_eq!(point.m + (point.n.ceil() as usize).max(1), 20, "{}", point.spec);
         }
         let first = &grid.points[0];
-        assert_eq!((first.spec.as_str(), first.peer.as_str(), first.m), ("multcp:n=0.5,decrease=paper", "reno", 19));
+        assert_eq!(
+            (first.spec.as_str(), first.peer.as_str(), first.m),
+            ("multcp:n=0.5,decrease=paper,pacing=even", "reno", 19)
+        );
         let scenario = scenario(first, &grid, &options);
         assert_eq!((scenario.duration_s, scenario.warmup_s, scenario.start_spread_s), (40.0, 10.0, 2.0));
         let link = &scenario.links[0];
