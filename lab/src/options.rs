@@ -65,8 +65,9 @@ pub struct OptionArgs {
     /// Replications per point (default: the scenario's; the testbed: 1).
     #[arg(long)]
     seeds: Option<usize>,
-    /// Weighted controllers (names, or specs without n), comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    /// Weighted controllers (names, or specs without n), comma-separated;
+    /// a spec's own keys follow it (`multfrc:b=2,t_mbi=1,multcp`).
+    #[arg(long)]
     controllers: Option<Vec<String>>,
     /// Weights N, comma-separated.
     #[arg(long, value_delimiter = ',')]
@@ -161,7 +162,10 @@ impl OptionArgs {
             seed: self.seed,
             seeds: self.seeds,
             threads: 0,
-            controllers: self.controllers.clone(),
+            controllers: self
+                .controllers
+                .as_ref()
+                .map(|lists| lists.iter().flat_map(|list| split_specs(list)).collect()),
             n: self.n.clone(),
             peers: self.peers.clone(),
             standard_flows: self.m,
@@ -300,6 +304,23 @@ impl Weighted {
     }
 }
 
+/// The specs of a comma-separated list: a piece with `=` but no `:` is one
+/// more key of the spec before it (`multfrc:b=2,t_mbi=1,multcp` is two
+/// specs), so that specs with several keys can be listed.
+fn split_specs(list: &str) -> Vec<String> {
+    let mut specs: Vec<String> = Vec::new();
+    for piece in list.split(',') {
+        match specs.last_mut() {
+            Some(spec) if piece.contains('=') && !piece.contains(':') => {
+                spec.push(',');
+                spec.push_str(piece);
+            }
+            _ => specs.push(piece.to_string()),
+        }
+    }
+    specs
+}
+
 /// Every weighted algorithm of the registry, by name: the controllers the
 /// scenarios compare by default.
 pub fn weighted_algorithms() -> Vec<String> {
@@ -333,6 +354,15 @@ mod tests {
         let options = options(&["--bandwidth", "30", "--bandwidths", "10,20"]).unwrap();
         assert_eq!(options.bandwidths_mbps, Some(vec![30.0, 10.0, 20.0]));
         assert_eq!(options.bandwidth_mbps(), Some(30.0));
+    }
+
+    #[test]
+    fn a_spec_in_a_list_keeps_its_keys() {
+        let listed = options(&["--controllers", "multfrc:pacing=flows,t_rto=2,multcp,mulcubic:pacing=even"]).unwrap();
+        let expected = ["multfrc:pacing=flows,t_rto=2", "multcp", "mulcubic:pacing=even"].map(String::from);
+        assert_eq!(listed.controllers, Some(expected.to_vec()));
+        let repeated = options(&["--controllers", "multcp", "--controllers", "reno,cubic"]).unwrap();
+        assert_eq!(repeated.controllers, Some(["multcp", "reno", "cubic"].map(String::from).to_vec()));
     }
 
     #[test]
