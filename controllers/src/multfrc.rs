@@ -66,7 +66,9 @@
 //!     in TFRC;
 //!   * after it: `X = max(min(X_calc, 2 X_recv), s / t_mbi)`, where
 //!     `X_calc` is the equation's rate for `p`, `j`, `R` (below),
-//!     `t_RTO = 4R` and `b`, times `s`.
+//!     `t_RTO = t_rto R` and `b`, times `s`. RFC 5348 sets `t_rto` = 4;
+//!     the default is 2 ([`MulTfrcConfig::DEFAULT_T_RTO`] says why), and
+//!     the paper reproductions keep 4.
 //! * **RTT `R`**: the host's smoothed RTT without the samples that spanned
 //!   a silence. After an outage the first acknowledgement acknowledges
 //!   packets sent before it, and RFC 9002 (section 5.3) subtracts at most
@@ -202,9 +204,6 @@ pub use config::T_MBI_RANGE;
 
 /// The congestion window is this many times `X` times the smoothed RTT.
 pub const WINDOW_RATE_FACTOR: f64 = 2.0;
-
-/// `t_RTO` in the equation is this many RTTs (RFC 5348 section 3.1).
-pub const RTO_RTTS: f64 = 4.0;
 
 /// The nofeedback timer runs at least this many RTTs (RFC 5348 section 4.3
 /// step 2).
@@ -355,7 +354,7 @@ impl MulTfrc {
         MulTfrcEquation {
             n: self.config.n,
             rtt,
-            rto: RTO_RTTS * rtt,
+            rto: self.config.t_rto * rtt,
             b: self.config.b,
             losses_per_event: self.loss_intervals.losses_per_event().unwrap_or(1.0),
             flows_hit_below: self.config.flows_hit.below(),

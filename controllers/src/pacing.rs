@@ -19,6 +19,12 @@
 //! after each packet sent, so every host that asks for the rate once per
 //! packet (quiche's pacer, the lab's sender) spaces that packet's successor
 //! accordingly; `pacing=even` keeps the even gaps.
+//!
+//! Each controller names its default (`DEFAULT_PACING` of its config):
+//! `flows` for the window aggregates MulTCP and MulCUBIC, `even` for
+//! PA-MulTCP and MulTFRC, which measure one flowshare from their own
+//! losses and fall short of N once their packets meet the queue as
+//! irregularly as the peers' do (lab/README.md).
 
 use crate::grammar::choice_name;
 

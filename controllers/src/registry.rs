@@ -12,12 +12,12 @@
 //! |---|---|---|---|---|
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
-//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b` ([`crate::multcp`]) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
-//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap` ([`crate::pa_multcp`]) |
-//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease` ([`crate::mulcubic`]) |
-//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `flows_hit`, `thinning` ([`crate::multfrc`]) |
+//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing` ([`crate::pa_multcp`]) |
+//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing` ([`crate::mulcubic`]) |
+//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -139,8 +139,8 @@ pub static ALGORITHMS: &[Algorithm] = &[
         delivery: Delivery::Rate,
         standard: None,
         grouped: false,
-        example: "multfrc:n=4,b=2,t_mbi=1,pacing=flows",
-        paper: Some("flows_hit=paper,thinning=paper"),
+        example: "multfrc:n=4,b=2,t_mbi=1,t_rto=4,pacing=even",
+        paper: Some("flows_hit=paper,thinning=paper,t_rto=4,pacing=even"),
         parse: parse::<MulTfrcConfig>,
     },
 ];
@@ -346,13 +346,13 @@ mod tests {
             assert!((2_000..2_800).contains(&longer), "{}: {longer} gaps over twice the even one", algorithm.name);
             let one = gaps(&format!("{}:n=1,pacing=flows", algorithm.name));
             assert!(one.iter().all(|&gap| gap == one[0]), "{}", algorithm.name);
-            // The window-based aggregates pace as their flows by default (the
-            // lab's scorecard: their even pacing takes more than N
-            // flowshares); the two that measure a flowshare from their own
-            // losses pace evenly; every paper reproduction paces evenly.
+            // MulTCP, MulCUBIC and MulTFRC pace as their flows by default
+            // (the lab's scorecard: evenly they take more than N flowshares);
+            // PA-MulTCP, whose probe loop measures a flowshare, paces
+            // evenly; every paper reproduction paces evenly.
             let default = gaps(&format!("{}:n=8", algorithm.name));
             let varies = default.iter().any(|&gap| gap != default[0]);
-            assert_eq!(varies, matches!(algorithm.name, "multcp" | "mulcubic"), "{}", algorithm.name);
+            assert_eq!(varies, matches!(algorithm.name, "multcp" | "mulcubic" | "multfrc"), "{}", algorithm.name);
             let paper = algorithm.paper_text().parse::<Spec>().unwrap().reweighted(8.0).unwrap();
             let paper = gaps(&paper.to_string());
             assert!(paper.iter().all(|&gap| gap == paper[0]), "{}", algorithm.paper_text());

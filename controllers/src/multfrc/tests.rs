@@ -25,7 +25,8 @@ fn assert_close(actual: f64, expected: f64) {
 
 /// Loss event rate at which MulTFRC(1) with R = 0.1 s, t_RTO = 0.4 s,
 /// b = 1, j = 1 sends 100 packets/s, by bisection in python3 on the
-/// formulas of the equations module: the seed for X_recv = 100 kB/s.
+/// formulas of the equations module: the seed for X_recv = 100 kB/s. The
+/// tests computed by hand give RFC 5348's `t_rto=4`.
 const P_FOR_100_PACKETS: f64 = 0.013_251_827_857_477_161;
 
 /// A MulTFRC(1) host after two RTTs of slow start: 10 packets sent at
@@ -64,7 +65,7 @@ fn initial_rate_is_the_initial_window_per_initial_rtt() {
 
 #[test]
 fn slow_start_doubles_per_rtt_up_to_twice_the_receive_rate() {
-    let mut host = after_two_rtts("multfrc:n=1");
+    let mut host = after_two_rtts("multfrc:n=1,t_rto=4");
     // 100 ms: first sample, rate = W_init / R = 100 kB/s; 200 ms: one RTT
     // after that, X_recv = 10 000 B / 0.1 s, rate = min(2 * 100k, 2 * 100k).
     assert_eq!(host.controller.snapshot().number("receive_rate"), Some(100_000.0));
@@ -83,7 +84,7 @@ fn slow_start_doubles_per_rtt_up_to_twice_the_receive_rate() {
 fn receive_rate_is_measured_from_the_first_acknowledgement_over_an_rtt() {
     // The first acknowledgement (100 ms) starts the interval and is not
     // counted in it; acknowledgements at 150 ms do not close it yet.
-    let mut host = Host::new(multfrc("multfrc:n=1"));
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
     let first = host.send(10);
     at_millis(&mut host, 100);
     host.event(&first.collect::<Vec<_>>(), &[]);
@@ -101,7 +102,7 @@ fn receive_rate_is_measured_from_the_first_acknowledgement_over_an_rtt() {
 
 #[test]
 fn first_loss_seeds_the_history_so_the_equation_gives_the_receive_rate() {
-    let host = after_first_loss("multfrc:n=1");
+    let host = after_first_loss("multfrc:n=1,t_rto=4");
     let snapshot = host.controller.snapshot();
     assert_eq!(snapshot.phase, "congestion_avoidance");
     assert_eq!(host.controller.counters().loss_events, 1);
@@ -114,11 +115,32 @@ fn first_loss_seeds_the_history_so_the_equation_gives_the_receive_rate() {
 }
 
 #[test]
+fn t_rto_sets_the_timeout_the_equation_charges() {
+    // The same receive rate through an equation whose timeouts cost 2R
+    // (the default) instead of RFC 5348's 4R: the seed is the higher loss
+    // event rate that gives it.
+    let host = after_first_loss("multfrc:n=1");
+    let snapshot = host.controller.snapshot();
+    let equation = crate::equations::MulTfrcEquation {
+        n: 1.0,
+        rtt: 0.1,
+        rto: 0.2,
+        b: 1.0,
+        losses_per_event: 1.0,
+        flows_hit_below: IMPROVED_FLOWS_HIT_BELOW,
+    };
+    let p = snapshot.number("loss_event_rate").unwrap();
+    assert_close(p, equation.loss_event_rate_for(100.0));
+    assert!(p > 1.01 * P_FOR_100_PACKETS, "{p}");
+    assert_close(host.controller.rate, 100_000.0);
+}
+
+#[test]
 fn first_loss_within_the_first_flight_seeds_from_what_that_flight_delivered() {
     // 10 packets sent at 0; at 100 ms the first 9 are acknowledged and
     // the 10th declared lost, before any measurement interval closed:
     // X_target = 9000 bytes / R (100 ms) = 90 kB/s, not s / (2R) = 5 kB/s.
-    let mut host = Host::new(multfrc("multfrc:n=1"));
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
     host.send(10);
     at_millis(&mut host, 100);
     host.event(&[0, 1, 2, 3, 4, 5, 6, 7, 8], &[9]);
@@ -131,7 +153,7 @@ fn first_loss_within_the_first_flight_seeds_from_what_that_flight_delivered() {
 fn first_packet_lost_before_any_receive_rate_seeds_from_one_packet_per_two_rtts() {
     // X_target = s / (2R) = 1000 / 0.2 = 5 kB/s. Losing the last of the 10
     // packets keeps I_0 = 1 below the seeded interval.
-    let mut host = Host::new(multfrc("multfrc:n=1"));
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
     host.send(10);
     at_millis(&mut host, 50);
     host.event(&[], &[9]);
@@ -142,7 +164,7 @@ fn first_packet_lost_before_any_receive_rate_seeds_from_one_packet_per_two_rtts(
 fn rate_is_the_equation_capped_at_twice_the_receive_rate() {
     // After the first loss X_calc = 100 kB/s; 3 packets acknowledged in
     // the RTT from 200 ms to 300 ms give X_recv = 30 kB/s: X = 60 kB/s.
-    let mut host = after_first_loss("multfrc:n=1");
+    let mut host = after_first_loss("multfrc:n=1,t_rto=4");
     at_millis(&mut host, 300);
     host.event(&[21, 22, 23], &[]);
     assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 30_000.0);
@@ -152,7 +174,7 @@ fn rate_is_the_equation_capped_at_twice_the_receive_rate() {
 #[test]
 fn nofeedback_timer_halves_the_rate_in_slow_start() {
     // Sent at 0 with R = 100 ms: the timer runs max(4R, 2s/X) = 400 ms.
-    let mut host = Host::new(multfrc("multfrc:n=1"));
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
     host.send(10);
     host.controller.on_retransmission_timeout(Time::from_nanos(500_000_000));
     assert_eq!(host.controller.pacing_rate(), Some(50_000));
@@ -166,7 +188,7 @@ fn nofeedback_timer_halves_the_rate_in_slow_start() {
 fn nofeedback_timer_never_takes_the_rate_below_one_packet_per_t_mbi() {
     // s / t_mbi = 1000 / 10 = 100 B/s, however long nothing comes back:
     // one packet per 10 s, three in a 30 s idle timeout.
-    let mut host = Host::new(multfrc("multfrc:n=1"));
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
     host.send(10);
     host.controller.on_retransmission_timeout(Time::from_nanos(100_000 * 1_000_000_000));
     assert_eq!(host.controller.rate, 100.0);
@@ -248,7 +270,7 @@ const RTT: Duration = Duration::from_millis(100);
 
 #[test]
 fn a_timeouts_losses_are_one_loss_event() {
-    let host = after_a_timeout("multfrc:n=1");
+    let host = after_a_timeout("multfrc:n=1,t_rto=4");
     // 40..=49 were sent together, but the probe 50 was sent 500 ms after
     // them: by the RTT rule alone it would be a third event.
     assert_eq!(host.controller.counters().loss_events, 2);
@@ -268,7 +290,7 @@ fn after_a_timeout_the_rate_restarts_at_two_packets_per_rtt() {
     // and X = min(X_calc, 2 X_recv) = 20 kB/s (X_calc = 32.07 kB/s, by
     // python3 from the equations module's formulas, for p = 0.02095,
     // j = 13/3, R = 0.1 s).
-    let mut host = after_a_timeout("multfrc:n=1");
+    let mut host = after_a_timeout("multfrc:n=1,t_rto=4");
     assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 10_000.0);
     assert_close(host.controller.snapshot().number("calculated_rate").unwrap(), 32_066.945_249_931_316);
     assert_close(host.controller.rate, 20_000.0);
@@ -292,7 +314,7 @@ fn after_a_rate_increase_the_nofeedback_timer_waits_for_packets_paced_at_the_old
     // The host scheduled its next packet at X = 3.125 kB/s: the timer
     // set at 2400 ms runs max(4R, 2 s / 3.125 kB/s) = 640 ms, not
     // max(4R, 2 s / 20 kB/s) = 400 ms, so nothing expires by 3000 ms.
-    let mut host = after_a_timeout("multfrc:n=1");
+    let mut host = after_a_timeout("multfrc:n=1,t_rto=4");
     host.controller.on_retransmission_timeout(Time::from_nanos(3_000_000_000));
     assert_close(host.controller.rate, 20_000.0);
     // At 3040 ms it does: X_calc > 2 X_recv, so X_recv = 5 kB/s, X = 10 kB/s.
@@ -306,7 +328,7 @@ fn nofeedback_timer_runs_from_the_release_of_the_last_scheduled_packet() {
     // applied the expiries due by then (2300 and 2940 ms: X = 1562.5 B/s).
     // The timer set by the feedback at 2400 ms runs max(4R, 2 s / 1562.5
     // B/s) = 1280 ms from 3500 ms, not from 2400 ms.
-    let mut host = after_a_timeout_with_last_release("multfrc:n=1", 3500);
+    let mut host = after_a_timeout_with_last_release("multfrc:n=1,t_rto=4", 3500);
     assert_close(host.controller.rate, 20_000.0);
     host.controller.on_retransmission_timeout(Time::from_nanos(4_700_000_000));
     assert_close(host.controller.rate, 20_000.0);
@@ -321,7 +343,7 @@ fn rtt_samples_that_span_a_silence_are_left_out() {
     // (found at 700 ms); feedback at 2200 ms acknowledges one of them: a
     // 2 s sample, which takes the host's smoothed RTT from 100 ms to
     // 7/8 * 100 + 2000/8 = 337.5 ms. R stays 100 ms.
-    let mut host = after_two_rtts("multfrc:n=1");
+    let mut host = after_two_rtts("multfrc:n=1,t_rto=4");
     let sent = host.send(10);
     host.controller.on_retransmission_timeout(Time::from_nanos(700_000_000));
     at_millis(&mut host, 2200);
@@ -348,7 +370,7 @@ fn nofeedback_timer_after_a_loss_cuts_the_receive_rate() {
     // After the first loss X_calc = X_recv = 100 kB/s; the last feedback
     // was at 200 ms, so the timer expires at 600 ms. X_calc > 2 X_recv
     // does not hold: X_recv = X_calc / 4, X = min(X_calc, 2 X_recv).
-    let mut host = after_first_loss("multfrc:n=1");
+    let mut host = after_first_loss("multfrc:n=1,t_rto=4");
     host.controller.on_retransmission_timeout(Time::from_nanos(650_000_000));
     assert_close(host.controller.snapshot().number("receive_rate").unwrap(), 25_000.0);
     assert_close(host.controller.rate, 50_000.0);
@@ -362,7 +384,7 @@ fn nofeedback_timer_after_a_loss_cuts_the_receive_rate() {
 #[test]
 fn idle_sender_is_not_halved_by_the_nofeedback_timer() {
     // Everything acknowledged at 100 ms, then nothing sent until 5 s.
-    let mut host = Host::new(multfrc("multfrc:n=1"));
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
     let sent = host.send(10);
     at_millis(&mut host, 100);
     host.event(&sent.collect::<Vec<_>>(), &[]);
@@ -380,7 +402,7 @@ fn idle_sender_is_not_halved_by_the_nofeedback_timer() {
 fn app_limited_interval_does_not_lower_the_receive_rate() {
     // X_recv = 100 kB/s at 200 ms; then the application has 2 packets.
     for app_limited in [true, false] {
-        let mut host = after_two_rtts("multfrc:n=1");
+        let mut host = after_two_rtts("multfrc:n=1,t_rto=4");
         if app_limited {
             host.controller.on_app_limited(0);
         }
@@ -397,7 +419,7 @@ fn app_limited_interval_does_not_lower_the_receive_rate() {
 
 #[test]
 fn losses_per_event_are_counted_exactly_and_averaged() {
-    let mut host = Host::new(multfrc("multfrc:n=1"));
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
     host.send(100);
     at_millis(&mut host, 100);
     // Three packets sent within one RTT of the first lost: one event, the
@@ -419,7 +441,7 @@ fn losses_per_event_are_counted_exactly_and_averaged() {
 
 #[test]
 fn weight_change_recomputes_the_rate_at_once() {
-    let mut host = after_first_loss("multfrc:n=1");
+    let mut host = after_first_loss("multfrc:n=1,t_rto=4");
     host.controller.set_weight(4.0).unwrap();
     let snapshot = host.controller.snapshot();
     let equation = MulTfrcEquation {
@@ -448,8 +470,14 @@ fn weight_change_recomputes_the_rate_at_once() {
 
 #[test]
 fn spec_keys_parse_and_print_back() {
-    let canonical =
-        ["multfrc:n=0.5", "multfrc:n=4", "multfrc:n=4,b=2", "multfrc:n=2.5,t_mbi=8", "multfrc:n=1,b=2,t_mbi=60"];
+    let canonical = [
+        "multfrc:n=0.5",
+        "multfrc:n=4",
+        "multfrc:n=4,b=2",
+        "multfrc:n=2.5,t_mbi=8",
+        "multfrc:n=1,b=2,t_mbi=60",
+        "multfrc:n=8,t_rto=4,pacing=even",
+    ];
     for text in canonical {
         let spec: Spec = text.parse().unwrap();
         assert_eq!(spec.to_string(), text);
@@ -467,7 +495,9 @@ fn bad_specs_name_the_key_and_the_accepted_range() {
     assert!(error("multfrc:n=300").contains("accepted range (0, 256]"));
     assert!(error("multfrc:b=3").contains("b = 3 is out of range; accepted range [1, 2]"));
     assert!(error("multfrc:t_mbi=0.5").contains("t_mbi = 0.5 is out of range; accepted range [1, 3600]"));
-    assert!(error("multfrc:j=2").contains("j is not a known key (accepted: n, b, t_mbi, flows_hit, thinning, pacing)"));
+    assert!(error("multfrc:t_rto=0.5").contains("t_rto = 0.5 is out of range; accepted range [1, 16]"));
+    assert!(error("multfrc:j=2")
+        .contains("j is not a known key (accepted: n, b, t_mbi, t_rto, flows_hit, thinning, pacing)"));
 }
 
 fn check_rate(controller: &MulTfrc) -> Result<(), TestCaseError> {
