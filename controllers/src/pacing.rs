@@ -21,10 +21,9 @@
 //! accordingly; `pacing=even` keeps the even gaps.
 //!
 //! Each controller names its default (`DEFAULT_PACING` of its config):
-//! `flows` for the window aggregates MulTCP and MulCUBIC, `even` for
-//! PA-MulTCP and MulTFRC, which measure one flowshare from their own
-//! losses and fall short of N once their packets meet the queue as
-//! irregularly as the peers' do (lab/README.md).
+//! `flows` for MulTCP, MulCUBIC and MulTFRC, `even` for PA-MulTCP, whose
+//! probe loop measures less than a flowshare once its packets meet the
+//! queue as irregularly as the peers' do (lab/README.md).
 
 use crate::grammar::choice_name;
 
