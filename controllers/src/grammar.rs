@@ -244,9 +244,33 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Specs from a list where commas (or spaces) separate specs and also a
+/// spec's own keys: a piece with `=` but no `:` continues the spec before
+/// it, so `multfrc:b=2,t_mbi=1,multcp` is two specs.
+pub fn split_spec_list(list: &str) -> Vec<String> {
+    let mut specs: Vec<String> = Vec::new();
+    for piece in list.split([',', ' ']).map(str::trim).filter(|piece| !piece.is_empty()) {
+        match specs.last_mut() {
+            Some(last) if piece.contains('=') && !piece.contains(':') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => specs.push(piece.to_string()),
+        }
+    }
+    specs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spec_lists_keep_a_spec_s_own_keys() {
+        assert_eq!(split_spec_list("cubic,multcp:n=2,multfrc:n=0.5"), ["cubic", "multcp:n=2", "multfrc:n=0.5"]);
+        assert_eq!(split_spec_list("multcp:n=2,a=1 reno"), ["multcp:n=2,a=1", "reno"]);
+        assert_eq!(split_spec_list("multfrc:pacing=flows,t_rto=2,multcp,"), ["multfrc:pacing=flows,t_rto=2", "multcp"]);
+    }
 
     #[test]
     fn ranges_print_in_interval_notation_and_refuse_nan() {

@@ -6,6 +6,7 @@
 //! default (full or quick). A scenario says which options it reads; the
 //! others are named in a note ([`Options::note_unused`]).
 
+use flowshare_controllers::grammar::split_spec_list;
 use flowshare_controllers::grammar::SpecError;
 use flowshare_controllers::registry;
 use flowshare_controllers::Spec;
@@ -165,7 +166,7 @@ impl OptionArgs {
             controllers: self
                 .controllers
                 .as_ref()
-                .map(|lists| lists.iter().flat_map(|list| split_specs(list)).collect()),
+                .map(|lists| lists.iter().flat_map(|list| split_spec_list(list)).collect()),
             n: self.n.clone(),
             peers: self.peers.clone(),
             standard_flows: self.m,
@@ -302,23 +303,6 @@ impl Weighted {
     pub fn takes_fractional_weight(&self) -> bool {
         self.at(0.5).is_ok()
     }
-}
-
-/// The specs of a comma-separated list: a piece with `=` but no `:` is one
-/// more key of the spec before it (`multfrc:b=2,t_mbi=1,multcp` is two
-/// specs), so that specs with several keys can be listed.
-fn split_specs(list: &str) -> Vec<String> {
-    let mut specs: Vec<String> = Vec::new();
-    for piece in list.split(',') {
-        match specs.last_mut() {
-            Some(spec) if piece.contains('=') && !piece.contains(':') => {
-                spec.push(',');
-                spec.push_str(piece);
-            }
-            _ => specs.push(piece.to_string()),
-        }
-    }
-    specs
 }
 
 /// Every weighted algorithm of the registry, by name: the controllers the

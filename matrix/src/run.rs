@@ -11,6 +11,7 @@ use std::time::Duration;
 use std::time::Instant;
 use std::time::SystemTime;
 
+use flowshare_controllers::grammar::split_spec_list;
 use flowshare_controllers::Spec;
 use flowshare_testbed::cli::interrupt_flag;
 use flowshare_testbed::run::load_average;
@@ -69,23 +70,6 @@ fn parse_implementations(list: &str, option: &str) -> Result<Vec<String>, String
         return Err(format!("{option} names no implementation"));
     }
     Ok(chosen)
-}
-
-/// Controller specs from a list where commas separate specs and also a
-/// spec's own parameters: a piece with `=` but no `:` continues the spec
-/// before it.
-pub fn split_specs(list: &str) -> Vec<String> {
-    let mut specs: Vec<String> = Vec::new();
-    for piece in list.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
-        match specs.last_mut() {
-            Some(last) if piece.contains('=') && !piece.contains(':') => {
-                last.push(',');
-                last.push_str(piece);
-            }
-            _ => specs.push(piece.to_string()),
-        }
-    }
-    specs
 }
 
 /// One server x controller x client combination.
@@ -267,7 +251,7 @@ fn plan(args: &MatrixArgs) -> Result<Plan, String> {
     let clients = parse_implementations(&args.clients, "--clients")?;
     let cases = cases::select(&args.testcases)?;
     let mut controllers = Vec::new();
-    for text in split_specs(&args.controllers) {
+    for text in split_spec_list(&args.controllers) {
         let spec: Spec = text.parse().map_err(|e: flowshare_controllers::SpecError| e.to_string())?;
         controllers.push((spec.to_string(), spec.weight()));
     }
@@ -656,12 +640,6 @@ pub fn run(args: MatrixArgs) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::one_test::check_files;
-
-    #[test]
-    fn controller_lists_keep_a_spec_s_own_commas() {
-        assert_eq!(split_specs("cubic,multcp:n=2,multfrc:n=0.5"), ["cubic", "multcp:n=2", "multfrc:n=0.5"]);
-        assert_eq!(split_specs("multcp:n=2,a=1 reno"), ["multcp:n=2,a=1", "reno"]);
-    }
 
     #[test]
     fn subnets_overlap_by_prefix() {
