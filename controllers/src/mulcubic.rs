@@ -148,14 +148,10 @@ pub struct MulCubicConfig {
 }
 
 impl MulCubicConfig {
-    /// Paced as the N flows it stands for, as MulTCP is
-    /// ([`MulTcpConfig::DEFAULT_PACING`](crate::multcp::MulTcpConfig::DEFAULT_PACING)).
-    pub const DEFAULT_PACING: Pacing = Pacing::Flows;
-
     /// MulCUBIC(n); `n` must lie in `[0.01, 256]`.
     pub fn new(n: f64) -> Result<Self, SpecError> {
         if CUBIC_WEIGHT.contains(n) {
-            Ok(MulCubicConfig { n, decrease: Decrease::PerFlow, pacing: MulCubicConfig::DEFAULT_PACING })
+            Ok(MulCubicConfig { n, decrease: Decrease::PerFlow, pacing: Pacing::DEFAULT })
         } else {
             Err(SpecError::out_of_range("mulcubic", "n", n, CUBIC_WEIGHT))
         }
@@ -187,7 +183,7 @@ impl AlgorithmConfig for MulCubicConfig {
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let config = MulCubicConfig::new(args.weight(CUBIC_WEIGHT)?)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
-        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(MulCubicConfig::DEFAULT_PACING);
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         Ok(MulCubicConfig { decrease, pacing, ..config })
     }
 
@@ -211,7 +207,7 @@ impl fmt::Display for MulCubicConfig {
             Decrease::PerFlow => Ok(()),
             Decrease::Paper => f.write_str(",decrease=paper"),
         }?;
-        if self.pacing != MulCubicConfig::DEFAULT_PACING {
+        if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
         Ok(())

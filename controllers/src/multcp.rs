@@ -95,20 +95,13 @@ pub struct MulTcpConfig {
 }
 
 impl MulTcpConfig {
-    /// Paced as the N flows it stands for: the even pacing of one window
-    /// worth N flows takes more than N flowshares at a full drop-tail queue
-    /// ([`crate::pacing`]). The paper's senders are not paced at all; its
-    /// reproductions in the lab pace evenly (`pacing=even`, the registry's
-    /// paper keys).
-    pub const DEFAULT_PACING: Pacing = Pacing::Flows;
-
     /// MulTCP(1): one standard flow, AIMD(1, 1/2).
     pub fn one_flow() -> Self {
         MulTcpConfig {
             n: 1.0,
             aimd: Aimd::STANDARD,
             decrease: Decrease::PerFlow,
-            pacing: MulTcpConfig::DEFAULT_PACING,
+            pacing: Pacing::DEFAULT,
             choice: PairChoice::Default,
         }
     }
@@ -120,7 +113,7 @@ impl MulTcpConfig {
             n,
             aimd: default_pair(n),
             decrease: Decrease::PerFlow,
-            pacing: MulTcpConfig::DEFAULT_PACING,
+            pacing: Pacing::DEFAULT,
             choice: PairChoice::Default,
         })
     }
@@ -140,7 +133,7 @@ impl MulTcpConfig {
             n,
             aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
             decrease: Decrease::PerFlow,
-            pacing: MulTcpConfig::DEFAULT_PACING,
+            pacing: Pacing::DEFAULT,
             choice: PairChoice::Increase,
         })
     }
@@ -156,7 +149,7 @@ impl MulTcpConfig {
             n,
             aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
             decrease: Decrease::PerFlow,
-            pacing: MulTcpConfig::DEFAULT_PACING,
+            pacing: Pacing::DEFAULT,
             choice: PairChoice::Decrease,
         })
     }
@@ -199,7 +192,7 @@ impl AlgorithmConfig for MulTcpConfig {
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let n = args.weight(Range::WEIGHT)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
-        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(MulTcpConfig::DEFAULT_PACING);
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let config = MulTcpConfig::pair_from_args(n, args)?;
         Ok(MulTcpConfig { decrease, pacing, ..config })
     }
@@ -257,7 +250,7 @@ impl fmt::Display for MulTcpConfig {
             Decrease::PerFlow => Ok(()),
             Decrease::Paper => f.write_str(",decrease=paper"),
         }?;
-        if self.pacing != MulTcpConfig::DEFAULT_PACING {
+        if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
         Ok(())

@@ -20,10 +20,8 @@
 //! packet (quiche's pacer, the lab's sender) spaces that packet's successor
 //! accordingly; `pacing=even` keeps the even gaps.
 //!
-//! Each controller names its default (`DEFAULT_PACING` of its config):
-//! `flows` for MulTCP, MulCUBIC and MulTFRC, `even` for PA-MulTCP, whose
-//! probe loop measures less than a flowshare once its packets meet the
-//! queue as irregularly as the peers' do (lab/README.md).
+//! `flows` is every weighted controller's default since the lab's full
+//! grid measured it (lab/README.md); the paper reproductions pace evenly.
 
 use crate::grammar::choice_name;
 
@@ -37,6 +35,9 @@ pub enum Pacing {
 }
 
 impl Pacing {
+    /// The default of every weighted controller.
+    pub const DEFAULT: Pacing = Pacing::Flows;
+
     /// The name in specs.
     pub fn name(self) -> &'static str {
         choice_name(&PACINGS, self)

@@ -116,7 +116,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "pa-multcp:n=4,assign=interleave,probe=cubic",
-        paper: Some("probe=reno,assign=consecutive,cap=paper"),
+        paper: Some("probe=reno,assign=consecutive,cap=paper,pacing=even"),
         parse: parse::<PaMulTcpConfig>,
     },
     Algorithm {
@@ -346,13 +346,11 @@ mod tests {
             assert!((2_000..2_800).contains(&longer), "{}: {longer} gaps over twice the even one", algorithm.name);
             let one = gaps(&format!("{}:n=1,pacing=flows", algorithm.name));
             assert!(one.iter().all(|&gap| gap == one[0]), "{}", algorithm.name);
-            // MulTCP, MulCUBIC and MulTFRC pace as their flows by default
-            // (the lab's scorecard: evenly they take more than N flowshares);
-            // PA-MulTCP, whose probe loop measures a flowshare, paces
-            // evenly; every paper reproduction paces evenly.
+            // Every weighted controller paces as its flows by default (the
+            // lab's scorecard: evenly they take more than N flowshares);
+            // every paper reproduction paces evenly.
             let default = gaps(&format!("{}:n=8", algorithm.name));
-            let varies = default.iter().any(|&gap| gap != default[0]);
-            assert_eq!(varies, matches!(algorithm.name, "multcp" | "mulcubic" | "multfrc"), "{}", algorithm.name);
+            assert!(default.iter().any(|&gap| gap != default[0]), "{}", algorithm.name);
             let paper = algorithm.paper_text().parse::<Spec>().unwrap().reweighted(8.0).unwrap();
             let paper = gaps(&paper.to_string());
             assert!(paper.iter().all(|&gap| gap == paper[0]), "{}", algorithm.paper_text());

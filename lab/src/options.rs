@@ -421,7 +421,10 @@ mod tests {
         let (weighted, others) = Weighted::papers(&["pa-multcp", "multfrc", "reno"].map(String::from));
         assert_eq!(others, ["reno"]);
         assert_eq!(weighted[0].name, "pa-multcp");
-        assert_eq!(weighted[0].at(4.0).unwrap().to_string(), "pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper");
+        assert_eq!(
+            weighted[0].at(4.0).unwrap().to_string(),
+            "pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even"
+        );
         assert_eq!(
             weighted[1].at(4.0).unwrap().to_string(),
             "multfrc:n=4,t_rto=4,flows_hit=paper,thinning=paper,pacing=even"

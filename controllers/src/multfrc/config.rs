@@ -109,12 +109,6 @@ impl MulTfrcConfig {
     /// gives 2.25 with 4 RTTs, 2.95 with 2). That is where the flows of a
     /// large n on a small path live.
     pub const DEFAULT_T_RTO: f64 = 2.0;
-    /// Paced as its n flows, as MulTCP is
-    /// ([`MulTcpConfig::DEFAULT_PACING`](crate::multcp::MulTcpConfig::DEFAULT_PACING));
-    /// with 4 RTTs for `t_rto` the loss event rate it then measures gave
-    /// less than n flowshares through the equation (0.57-0.89 on the lab's
-    /// small paths at n = 8 and 30), with 2 it holds.
-    pub const DEFAULT_PACING: Pacing = Pacing::Flows;
 
     /// MulTFRC(n) with the defaults.
     pub fn new(n: f64) -> Result<Self, SpecError> {
@@ -126,7 +120,7 @@ impl MulTfrcConfig {
             t_rto: Self::DEFAULT_T_RTO,
             flows_hit: FlowsHit::All,
             thinning: Thinning::Undo,
-            pacing: MulTfrcConfig::DEFAULT_PACING,
+            pacing: Pacing::DEFAULT,
         })
     }
 
@@ -146,7 +140,7 @@ impl AlgorithmConfig for MulTfrcConfig {
         let t_rto = args.real("t_rto", T_RTO_RANGE)?.unwrap_or(Self::DEFAULT_T_RTO);
         let flows_hit = args.choice("flows_hit", &FLOWS_HIT)?.unwrap_or(FlowsHit::All);
         let thinning = args.choice("thinning", &THINNING)?.unwrap_or(Thinning::Undo);
-        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(MulTfrcConfig::DEFAULT_PACING);
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         Ok(MulTfrcConfig { n, b, t_mbi, t_rto, flows_hit, thinning, pacing })
     }
 
@@ -181,7 +175,7 @@ impl fmt::Display for MulTfrcConfig {
         if self.thinning != Thinning::Undo {
             write!(f, ",thinning={}", choice_name(&THINNING, self.thinning))?;
         }
-        if self.pacing != MulTfrcConfig::DEFAULT_PACING {
+        if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
         Ok(())

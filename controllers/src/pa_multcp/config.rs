@@ -80,13 +80,7 @@ impl PaMulTcpConfig {
                 format!("= {n} is out of range; accepted range {range}{with}"),
             ));
         }
-        Ok(PaMulTcpConfig {
-            n,
-            assignment,
-            probe,
-            cap: PaMulTcpConfig::DEFAULT_CAP,
-            pacing: PaMulTcpConfig::DEFAULT_PACING,
-        })
+        Ok(PaMulTcpConfig { n, assignment, probe, cap: PaMulTcpConfig::DEFAULT_CAP, pacing: Pacing::DEFAULT })
     }
 
     /// The default assignment.
@@ -95,11 +89,6 @@ impl PaMulTcpConfig {
     pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
     /// The default cap.
     pub const DEFAULT_CAP: CapRule = CapRule::Measured;
-    /// Even: with `pacing=flows` the probe loop, whose packets then meet the
-    /// queue as irregularly as the peers' do, measures less than a
-    /// flowshare (the lab's small paths at N = 8 and 30: 0.63-0.87 of its
-    /// share; see controllers/README.md).
-    pub const DEFAULT_PACING: Pacing = Pacing::Even;
 
     /// The same config with the adjusting loop capped by `cap`.
     pub fn with_cap(self, cap: CapRule) -> Self {
@@ -153,7 +142,7 @@ impl AlgorithmConfig for PaMulTcpConfig {
         let assignment = args.choice("assign", &ASSIGNMENTS)?.unwrap_or(PaMulTcpConfig::DEFAULT_ASSIGNMENT);
         let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
         let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
-        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(PaMulTcpConfig::DEFAULT_PACING);
+        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let n = args.weight(weight_range(probe))?;
         Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap).with_pacing(pacing))
     }
@@ -183,7 +172,7 @@ impl fmt::Display for PaMulTcpConfig {
         if self.cap != PaMulTcpConfig::DEFAULT_CAP {
             write!(f, ",cap={}", choice_name(&CAPS, self.cap))?;
         }
-        if self.pacing != PaMulTcpConfig::DEFAULT_PACING {
+        if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
         Ok(())
