@@ -163,7 +163,8 @@ pub struct Snapshot {
     pub congestion_window: usize,
     /// Slow start threshold in bytes.
     pub ssthresh: Option<usize>,
-    /// Pacing rate in bytes per second.
+    /// Pacing rate in bytes per second: the mean rate (with `pacing=flows`
+    /// the rate reported to the host after each packet varies around it).
     pub pacing_rate: Option<u64>,
     /// Number of flowshares the controller aims for (weighted algorithms).
     pub weight: Option<f64>,

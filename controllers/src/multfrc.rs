@@ -661,7 +661,7 @@ impl Controller for MulTfrc {
             phase,
             congestion_window: self.congestion_window(),
             ssthresh: None,
-            pacing_rate: self.pacing_rate(),
+            pacing_rate: Some(self.rate as u64),
             weight: Some(self.config.n),
             state: [
                 self.loss_intervals.loss_event_rate().map(|p| ("loss_event_rate", Value::Real(p))),

@@ -351,6 +351,17 @@ mod tests {
             // every paper reproduction paces evenly.
             let default = gaps(&format!("{}:n=8", algorithm.name));
             assert!(default.iter().any(|&gap| gap != default[0]), "{}", algorithm.name);
+            // Hosts and logs read the mean rate from the snapshot.
+            let mut controller = format!("{}:n=8", algorithm.name).parse::<Spec>().unwrap().build(&testing::params());
+            let reported: Vec<_> = (0..1_000u64)
+                .map(|number| {
+                    let time = Time::from_nanos(number * 1_000);
+                    controller.on_packet_sent(&SentPacket { number, bytes: 1200, time, bytes_in_flight: 0 });
+                    controller.snapshot().pacing_rate.unwrap()
+                })
+                .collect();
+            assert!(reported.iter().all(|&rate| rate == reported[0]), "{}", algorithm.name);
+            assert!((1.0 / reported[0] as f64 / even[0] - 1.0).abs() < 1e-3, "{}", algorithm.name);
             let paper = algorithm.paper_text().parse::<Spec>().unwrap().reweighted(8.0).unwrap();
             let paper = gaps(&paper.to_string());
             assert!(paper.iter().all(|&gap| gap == paper[0]), "{}", algorithm.paper_text());

@@ -498,6 +498,11 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
     pub fn algorithm(&self) -> &A {
         &self.algorithm
     }
+
+    /// The window over the RTT: the mean of the rates reported.
+    fn mean_pacing_rate(&self) -> u64 {
+        pacing_rate(self.window.window(), self.window.in_slow_start(), self.smoothed_rtt.as_secs_f64())
+    }
 }
 
 impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
@@ -550,8 +555,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        let rate = pacing_rate(self.window.window(), self.window.in_slow_start(), self.smoothed_rtt.as_secs_f64());
-        Some(self.gaps.rate(rate))
+        Some(self.gaps.rate(self.mean_pacing_rate()))
     }
 
     fn in_recovery(&self) -> bool {
@@ -573,7 +577,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
             phase: self.window.recovery().phase(self.window.in_slow_start()),
             congestion_window: self.congestion_window(),
             ssthresh: self.ssthresh(),
-            pacing_rate: self.pacing_rate(),
+            pacing_rate: Some(self.mean_pacing_rate()),
             weight: self.algorithm.weight(),
             ..Snapshot::default()
         }

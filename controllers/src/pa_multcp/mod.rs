@@ -330,6 +330,14 @@ impl PaMulTcp {
 
     /// Recomputes the adjusting loop's pair and cap from N, `p`, the RTT
     /// and the datagram size.
+    /// Both loops' windows over the RTT: the mean of the rates reported.
+    fn mean_pacing_rate(&self) -> u64 {
+        let rtt = self.smoothed_rtt.as_secs_f64();
+        let probe = window::pacing_rate(self.probe.window(), self.probe.in_slow_start(), rtt);
+        let adjusting = if self.config.has_adjusting_loop() { self.adjusting.pacing_rate(rtt) } else { 0 };
+        probe.saturating_add(adjusting)
+    }
+
     fn update_adjusting(&mut self) {
         if !self.config.has_adjusting_loop() {
             self.w_max = None;
@@ -528,10 +536,7 @@ impl Controller for PaMulTcp {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        let rtt = self.smoothed_rtt.as_secs_f64();
-        let probe = window::pacing_rate(self.probe.window(), self.probe.in_slow_start(), rtt);
-        let adjusting = if self.config.has_adjusting_loop() { self.adjusting.pacing_rate(rtt) } else { 0 };
-        Some(self.gaps.rate(probe.saturating_add(adjusting)))
+        Some(self.gaps.rate(self.mean_pacing_rate()))
     }
 
     fn in_recovery(&self) -> bool {
@@ -562,7 +567,7 @@ impl Controller for PaMulTcp {
             phase,
             congestion_window: self.congestion_window(),
             ssthresh: self.ssthresh(),
-            pacing_rate: self.pacing_rate(),
+            pacing_rate: Some(self.mean_pacing_rate()),
             weight: Some(self.config.n),
             state: [
                 self.loss_event_rate().map(|p| ("loss_event_rate", Value::Real(p))),
