@@ -80,7 +80,7 @@ pub const JITTER_SHAPES: [(&str, JitterShape); 2] =
 impl JitterShape {
     /// The name scenario files and `--jitter-shape` use.
     pub fn name(&self) -> &'static str {
-        JITTER_SHAPES.iter().find(|(_, shape)| shape == self).map_or("", |(name, _)| name)
+        flowshare_controllers::grammar::choice_name(&JITTER_SHAPES, *self)
     }
 
     /// The shape called `name`.
