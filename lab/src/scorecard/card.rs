@@ -283,9 +283,13 @@ impl Scorecard {
     }
 
     /// Combines the shards of one grid into the scorecard of the whole grid:
-    /// every shard of the same grid exactly once.
+    /// every shard of the same grid exactly once. A whole grid alone comes
+    /// back as it is (so that its files can be written again).
     pub fn merge(mut shards: Vec<Scorecard>) -> Result<Scorecard, String> {
         let first = shards.first().ok_or("no scorecard to merge")?.clone();
+        if shards.len() == 1 && first.shard.is_none() {
+            return Ok(first);
+        }
         let count = first.shard.map_or(1, |shard| shard.count);
         shards.sort_by_key(|card| card.shard.map_or(0, |shard| shard.index));
         let indexes: Vec<Option<usize>> = shards.iter().map(|card| card.shard.map(|shard| shard.index)).collect();
@@ -421,6 +425,8 @@ mod tests {
         let merged = Scorecard::merge(vec![b.clone(), a.clone()]).unwrap();
         assert_eq!(merged.to_json().unwrap(), whole.to_json().unwrap());
         assert!(Scorecard::merge(vec![a.clone()]).unwrap_err().contains("once each"));
+        assert_eq!(Scorecard::merge(vec![whole.clone()]).unwrap(), whole);
+        assert!(Scorecard::merge(vec![whole.clone(), whole.clone()]).is_err());
         assert!(Scorecard::merge(vec![a.clone(), b.clone(), b.clone()]).is_err());
         let jittered = Scorecard { access_jitter_ms: Some(3.0), ..b.clone() };
         assert_eq!(

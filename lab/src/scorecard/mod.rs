@@ -155,6 +155,7 @@ pub fn write(card: &Scorecard, dir: &FilePath) -> Result<String, String> {
     let headline = report::headline(card);
     write_file(dir, "headline.txt", &headline)?;
     if card.shard.is_none() {
+        write_file(dir, "scorecard.md", &report::markdown(card))?;
         report::plots(card, dir)?;
     }
     Ok(headline)

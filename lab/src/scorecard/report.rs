@@ -167,3 +167,189 @@ pub fn plots(card: &Scorecard, dir: &Path) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The scorecard as the READMEs show it (`scorecard.md`): cells that hold
+/// per controller, peer and path; per controller, the misses by N; every
+/// cell's relative index.
+pub fn markdown(card: &Scorecard) -> String {
+    let mut text = String::new();
+    let unique = |values: Vec<&str>| {
+        let mut seen: Vec<String> = Vec::new();
+        for value in values {
+            if !seen.iter().any(|s| s == value) {
+                seen.push(value.to_string());
+            }
+        }
+        seen
+    };
+    let controllers = unique(card.groups.iter().map(|g| g.controller.as_str()).collect());
+    let peers = unique(card.groups.iter().map(|g| g.peer.as_str()).collect());
+    let paths = unique(card.groups.iter().map(|g| g.path.as_str()).collect());
+    let mut weights: Vec<f64> = card.groups.iter().flat_map(|g| g.cells.iter().map(|c| c.n)).collect();
+    weights.sort_by(f64::total_cmp);
+    weights.dedup();
+    let cells_of = |filter: &dyn Fn(&GroupCard) -> bool| -> Vec<&CellCard> {
+        card.groups.iter().filter(|g| filter(g)).flat_map(|g| &g.cells).collect()
+    };
+    // `holds/judged`, with ` (k?)` for imprecise cells.
+    let count = |cells: &[&CellCard]| {
+        let holds = cells.iter().filter(|c| c.verdict == Verdict::Holds).count();
+        let misses = cells.iter().filter(|c| c.verdict == Verdict::Misses).count();
+        let imprecise = cells.iter().filter(|c| c.verdict == Verdict::Imprecise).count();
+        let mark = if imprecise > 0 { format!(" ({imprecise}?)") } else { String::new() };
+        (holds, holds + misses, mark)
+    };
+
+    let _ = writeln!(text, "Cells that hold, of those judged, per path (`?`: imprecise):\n");
+    let _ = writeln!(text, "| controller | peer | {} | all |", paths.join(" | "));
+    let _ = writeln!(text, "|---|---|{}---|", "---|".repeat(paths.len()));
+    for controller in &controllers {
+        for peer in &peers {
+            let mine = |g: &GroupCard| &g.controller == controller && &g.peer == peer;
+            let mut row = format!("| {controller} | {peer} |");
+            for path in &paths {
+                let (holds, judged, mark) = count(&cells_of(&|g| mine(g) && &g.path == path));
+                let _ = write!(row, " {holds}/{judged}{mark} |");
+            }
+            let (holds, judged, mark) = count(&cells_of(&mine));
+            let _ = writeln!(text, "{row} **{holds}/{judged}**{mark} |");
+        }
+    }
+    let (holds, judged, _) = count(&cells_of(&|_| true));
+    let per = |names: &[String], field: fn(&GroupCard) -> &str| {
+        names
+            .iter()
+            .map(|name| {
+                let (holds, judged, _) = count(&cells_of(&|g| field(g) == name));
+                format!("{name} {holds}/{judged}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        text,
+        "\n**{holds} of {judged} judged cells hold** (per controller: {}; per path: {}).\n",
+        per(&controllers, |g| &g.controller),
+        per(&paths, |g| &g.path)
+    );
+
+    let tolerance = card.tolerance * 100.0;
+    let header: String = peers.iter().map(|peer| format!(" against {peer}: holds / judged |")).collect();
+    let _ = writeln!(text, "| controller |{header} cells outside ±{tolerance:.0} % (relative FI) |");
+    let _ = writeln!(text, "|---|{}---|", "---|".repeat(peers.len()));
+    for controller in &controllers {
+        let mut row = format!("| {controller} |");
+        for peer in &peers {
+            let (holds, judged, mark) = count(&cells_of(&|g| &g.controller == controller && &g.peer == peer));
+            let mark = mark.replace('?', " imprecise");
+            let _ = write!(row, " {holds} / {judged}{mark} |");
+        }
+        let mut outside = Vec::new();
+        for &n in &weights {
+            let misses: Vec<f64> = cells_of(&|g| &g.controller == controller)
+                .into_iter()
+                .filter(|c| c.n == n && c.verdict == Verdict::Misses)
+                .map(|c| c.relative.mean)
+                .collect();
+            let (low, high) = misses.iter().fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+            match misses.len() {
+                0 => {}
+                1 => outside.push(format!("N = {n}: 1 ({low:.2})")),
+                k => outside.push(format!("N = {n}: {k} ({low:.2}–{high:.2})")),
+            }
+        }
+        let outside = if outside.is_empty() { "none".to_string() } else { outside.join("; ") };
+        let _ = writeln!(text, "{row} {outside} |");
+    }
+
+    let _ = writeln!(
+        text,
+        "\nEvery cell, relative fairness index ± its 95 % interval (bold: misses, `?`: imprecise), with the control's absolute index:\n"
+    );
+    let columns: String = weights.iter().map(|n| format!(" N = {n} |")).collect();
+    let _ = writeln!(text, "| controller | peer | path | queue | control FI |{columns}");
+    let _ = writeln!(text, "|---|---|---|---|---|{}", "---|".repeat(weights.len()));
+    let value = |estimate: &Estimate| {
+        if estimate.ci95.is_finite() {
+            format!("{:.2}±{:.2}", estimate.mean, estimate.ci95)
+        } else {
+            format!("{:.2}", estimate.mean)
+        }
+    };
+    for group in &card.groups {
+        let mut row = format!(
+            "| {} | {} | {} | {} | {} |",
+            group.controller,
+            group.peer,
+            group.path,
+            group.queue,
+            value(&group.control.fairness_index)
+        );
+        for &n in &weights {
+            let cell = match group.cells.iter().find(|c| c.n == n) {
+                None => "-".to_string(),
+                Some(c) => match c.verdict {
+                    Verdict::Misses => format!("**{}**", value(&c.relative)),
+                    Verdict::Imprecise => format!("{}?", value(&c.relative)),
+                    _ => value(&c.relative),
+                },
+            };
+            let _ = write!(row, " {cell} |");
+        }
+        let _ = writeln!(text, "{row}");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scorecard::card::Sample;
+
+    #[test]
+    fn the_markdown_counts_verdicts_per_path_and_lists_the_misses() {
+        let sample = |fairness_index| Sample {
+            fairness_index,
+            weighted_loss_event_rate: 0.01,
+            standard_loss_event_rate: 0.01,
+            utilization: 1.0,
+            trusted: true,
+        };
+        let control = CellCard::new(1.0, &[sample(0.8), sample(0.8), sample(0.8)], None, 0.05, 0.1);
+        let cells = vec![
+            CellCard::new(4.0, &[sample(0.85), sample(0.85)], Some(&control), 0.05, 0.1),
+            CellCard::new(8.0, &[sample(1.0), sample(1.0)], Some(&control), 0.05, 0.1),
+            CellCard::new(16.0, &[sample(0.5), sample(1.5)], Some(&control), 0.05, 0.1),
+        ];
+        let card = Scorecard {
+            kind: "lab".into(),
+            quick: false,
+            precision: 0.05,
+            tolerance: 0.1,
+            access_jitter_ms: None,
+            access_jitter_shape: None,
+            grid_groups: 1,
+            shard: None,
+            groups: vec![GroupCard {
+                index: 0,
+                controller: "multcp".into(),
+                peer: "reno".into(),
+                path: "small-20".into(),
+                rate_mbps: 20.0,
+                rtt_ms: 40.0,
+                queue: "droptail-1bdp".into(),
+                control,
+                cells,
+            }],
+        };
+        let text = markdown(&card);
+        assert!(text.contains("| controller | peer | small-20 | all |"), "{text}");
+        assert!(text.contains("| multcp | reno | 1/2 (1?) | **1/2** (1?) |"), "{text}");
+        assert!(text.contains("**1 of 2 judged cells hold** (per controller: multcp 1/2; per path: small-20 1/2)"));
+        assert!(text.contains("| multcp | 1 / 2 (1 imprecise) | N = 8: 1 (1.25) |"), "{text}");
+        assert!(
+            text.contains("| multcp | reno | small-20 | droptail-1bdp | 0.80±0.00 | 1.06±0.00 | **1.25±0.00** | 1.25±")
+        );
+        assert!(text.trim_end().ends_with("? |"), "{text}");
+    }
+}
