@@ -21,7 +21,7 @@ use crate::spec::AlgorithmConfig;
 /// How packets are assigned to the two loops (section 4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Assignment {
-    /// Runs of packets on one loop until it is closed (default: the paper
+    /// Runs of packets on one loop until it is closed (the paper's: it
     /// prefers it under drop-tail, where losses come in bursts).
     Consecutive,
     /// Alternate packets while both loops are open.
@@ -30,6 +30,10 @@ pub enum Assignment {
     /// `W_p / (W_p + W_a)`, so that a burst of drops hits both loops in
     /// proportion to their windows.
     Draw,
+    /// Give the probe loop the first packet after its own pacing clock says
+    /// a separate flow with its window would send one, so that its packets
+    /// are spaced as that flow's are (default).
+    Clock,
 }
 
 /// What caps the adjusting loop.
@@ -46,9 +50,9 @@ pub enum CapRule {
 /// The algorithm of the probe loop, and so the kind of flow a flowshare is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeKind {
-    /// AIMD(1, 1/2), the paper's probe: flowshares of Reno flows (default).
+    /// AIMD(1, 1/2), the paper's probe: flowshares of Reno flows.
     Reno,
-    /// RFC 9438 CUBIC: flowshares of CUBIC flows.
+    /// RFC 9438 CUBIC: flowshares of CUBIC flows (default).
     Cubic,
 }
 
@@ -84,7 +88,7 @@ impl PaMulTcpConfig {
     }
 
     /// The default assignment.
-    pub const DEFAULT_ASSIGNMENT: Assignment = Assignment::Draw;
+    pub const DEFAULT_ASSIGNMENT: Assignment = Assignment::Clock;
     /// The default probe.
     pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
     /// The default cap.
@@ -180,8 +184,12 @@ impl fmt::Display for PaMulTcpConfig {
 }
 
 /// The values of `assign`.
-const ASSIGNMENTS: [(&str, Assignment); 3] =
-    [("consecutive", Assignment::Consecutive), ("interleave", Assignment::Interleave), ("draw", Assignment::Draw)];
+const ASSIGNMENTS: [(&str, Assignment); 4] = [
+    ("consecutive", Assignment::Consecutive),
+    ("interleave", Assignment::Interleave),
+    ("draw", Assignment::Draw),
+    ("clock", Assignment::Clock),
+];
 /// The values of `probe`.
 const PROBES: [(&str, ProbeKind); 2] = [("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)];
 /// The values of `cap`.

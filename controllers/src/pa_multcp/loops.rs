@@ -46,8 +46,8 @@ impl Loop {
 
 /// The loop for the next packet, given the loop of the previous one and
 /// which loops are open (section 4.3; module docs for the closed case).
-/// `probe_due` says, for [`Assignment::Draw`], whether the draw gave the
-/// packet to the probe loop.
+/// `probe_due` says, for [`Assignment::Draw`] and [`Assignment::Clock`],
+/// whether the draw or the probe's clock gave the packet to the probe loop.
 pub fn assign(
     assignment: Assignment,
     previous: Option<Loop>,
@@ -61,14 +61,14 @@ pub fn assign(
     };
     let previous = previous.unwrap_or(match assignment {
         // Start on the probe loop in both modes.
-        Assignment::Consecutive | Assignment::Draw => Loop::Probe,
+        Assignment::Consecutive | Assignment::Draw | Assignment::Clock => Loop::Probe,
         Assignment::Interleave => Loop::Adjusting,
     });
     let (first, second) = match assignment {
         Assignment::Consecutive => (previous, previous.other()),
         Assignment::Interleave => (previous.other(), previous),
-        Assignment::Draw if probe_due => (Loop::Probe, Loop::Adjusting),
-        Assignment::Draw => (Loop::Adjusting, Loop::Probe),
+        Assignment::Draw | Assignment::Clock if probe_due => (Loop::Probe, Loop::Adjusting),
+        Assignment::Draw | Assignment::Clock => (Loop::Adjusting, Loop::Probe),
     };
     if open(first) {
         first

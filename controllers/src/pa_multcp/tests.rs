@@ -53,10 +53,28 @@ fn drawn_assignment_gives_the_probe_its_share_of_the_packets() {
     assert!((1_900..2_100).contains(&below), "{below}");
     // PA-MulTCP(4) at the start, probe 10 packets and adjusting 10
     // while both are open: each packet goes to either, about half each.
-    let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+    let mut host = Host::new(pa_multcp("pa-multcp:n=4,assign=draw"));
     let loops = loops_of(&mut host, 16);
     let probe = loops.iter().filter(|&&l| l == Loop::Probe).count();
     assert!((4..=12).contains(&probe), "{loops:?}");
+}
+
+#[test]
+fn clocked_assignment_spaces_the_probes_packets_as_its_own_pacing_would() {
+    use Loop::*;
+    // The probe's clock at the start: 1.1 x 10 packets per 100 ms, one
+    // packet every 9.09 ms; the adjusting loop takes the packets between.
+    let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
+    assert_eq!(host.controller.config().assignment, Assignment::Clock);
+    assert_eq!(loops_of(&mut host, 3), [Probe, Adjusting, Adjusting]);
+    host.now = host.now + Duration::from_millis(9);
+    assert_eq!(loops_of(&mut host, 1), [Adjusting]);
+    host.now = host.now + Duration::from_micros(100);
+    assert_eq!(loops_of(&mut host, 2), [Probe, Adjusting]);
+    // The adjusting loop's window of 10 packets closes after 6 more; then
+    // the probe takes what it has room for, due or not.
+    let loops = loops_of(&mut host, 10);
+    assert_eq!(loops, [[Adjusting; 6].as_slice(), [Probe; 4].as_slice()].concat());
 }
 
 #[test]
@@ -268,7 +286,7 @@ fn interleaved_assignment_alternates_while_both_loops_are_open() {
 fn assignment_rules() {
     use Assignment::*;
     use Loop::*;
-    // The fifth argument (probe due) matters for the draw only.
+    // The fifth argument (probe due) matters for the draw and the clock only.
     for due in [true, false] {
         assert_eq!(assign(Consecutive, None, true, true, due), Probe);
         assert_eq!(assign(Consecutive, Some(Adjusting), true, true, due), Adjusting);
@@ -277,10 +295,13 @@ fn assignment_rules() {
         assert_eq!(assign(Interleave, Some(Probe), true, true, due), Adjusting);
         assert_eq!(assign(Interleave, Some(Probe), true, false, due), Probe);
     }
-    assert_eq!(assign(Draw, Some(Probe), true, true, true), Probe);
-    assert_eq!(assign(Draw, Some(Probe), true, true, false), Adjusting);
-    assert_eq!(assign(Draw, Some(Adjusting), false, true, true), Adjusting);
-    for mode in [Consecutive, Interleave, Draw] {
+    for mode in [Draw, Clock] {
+        assert_eq!(assign(mode, Some(Probe), true, true, true), Probe);
+        assert_eq!(assign(mode, Some(Probe), true, true, false), Adjusting);
+        assert_eq!(assign(mode, Some(Adjusting), false, true, true), Adjusting);
+        assert_eq!(assign(mode, Some(Adjusting), true, false, false), Probe);
+    }
+    for mode in [Consecutive, Interleave, Draw, Clock] {
         for previous in [None, Some(Probe), Some(Adjusting)] {
             assert_eq!(assign(mode, previous, false, false, true), Probe);
         }
@@ -416,7 +437,7 @@ fn canonical_spec_parses_back_to_the_same_spec() {
 fn spec_keys_and_errors() {
     let error = |text: &str| text.parse::<Spec>().unwrap_err().to_string();
     assert!(error("pa-multcp:n=4,assign=random")
-        .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, draw)"));
+        .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, draw, clock)"));
     assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
