@@ -58,6 +58,17 @@ pub fn configure_in_handshake(ssl: &mut boring::ssl::SslRef, spec: &Spec) -> qui
 
 /// A factory that builds a [`QuicheController`] running `spec` for every path.
 pub fn factory(spec: Spec) -> CongestionControlFactory {
+    build_factory(spec, false)
+}
+
+/// Like [`factory`], but every controller records its events from the
+/// start, the handshake's packets included, so that a replay of its trace
+/// starts from the state the live controller started from.
+pub fn recording_factory(spec: Spec) -> CongestionControlFactory {
+    build_factory(spec, true)
+}
+
+fn build_factory(spec: Spec, record_trace: bool) -> CongestionControlFactory {
     let name = spec.to_string();
     CongestionControlFactory::new(&name, move |params| {
         let params = Params {
@@ -65,7 +76,11 @@ pub fn factory(spec: Spec) -> CongestionControlFactory {
             max_datagram_size: params.max_datagram_size,
             initial_rtt: params.initial_rtt,
         };
-        Box::new(QuicheController::new(spec.clone(), params))
+        let mut controller = QuicheController::new(spec.clone(), params);
+        if record_trace {
+            controller.record_trace();
+        }
+        Box::new(controller)
     })
 }
 
