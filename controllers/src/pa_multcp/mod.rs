@@ -352,8 +352,6 @@ impl PaMulTcp {
         }
     }
 
-    /// Recomputes the adjusting loop's pair and cap from N, `p`, the RTT
-    /// and the datagram size.
     /// Both loops' windows over the RTT: the mean of the rates reported.
     fn mean_pacing_rate(&self) -> u64 {
         let rtt = self.smoothed_rtt.as_secs_f64();
@@ -362,6 +360,8 @@ impl PaMulTcp {
         probe.saturating_add(adjusting)
     }
 
+    /// Recomputes the adjusting loop's pair and cap from N, `p`, the RTT
+    /// and the datagram size.
     fn update_adjusting(&mut self) {
         if !self.config.has_adjusting_loop() {
             self.w_max = None;
@@ -457,16 +457,18 @@ impl Controller for PaMulTcp {
         let probe_open = (self.probe_in_flight as f64) < self.probe.window();
         let adjusting_open =
             self.config.has_adjusting_loop() && (self.adjusting_in_flight as f64) < self.adjusting.window();
-        let probe_due = if !self.config.has_adjusting_loop() {
-            true
-        } else if self.config.assignment == Assignment::Clock {
-            self.probe_next.map_or(true, |due| packet.time >= due)
-        } else {
-            let probe = self.probe.window();
-            draw(packet.number) < probe / (probe + self.adjusting.window())
+        let probe_due = match self.config.assignment {
+            _ if !self.config.has_adjusting_loop() => true,
+            Assignment::Clock => self.probe_next.map_or(true, |due| packet.time >= due),
+            Assignment::Draw => {
+                let probe = self.probe.window();
+                draw(packet.number) < probe / (probe + self.adjusting.window())
+            }
+            // Runs and alternation do not ask.
+            Assignment::Consecutive | Assignment::Interleave => true,
         };
         let owner = assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due);
-        if owner == Loop::Probe {
+        if owner == Loop::Probe && self.config.assignment == Assignment::Clock {
             // A separate flow with the probe's window paces its next packet
             // this far behind.
             let rate = PROBE_CLOCK_GAIN * self.probe.window() / self.smoothed_rtt.as_secs_f64().max(1e-6);
