@@ -32,6 +32,52 @@ fn verdict(cell: &CellCard) -> &'static str {
     }
 }
 
+/// The distinct values, in the order first seen.
+fn distinct<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut seen = Vec::new();
+    for value in values {
+        if !seen.contains(&value) {
+            seen.push(value);
+        }
+    }
+    seen
+}
+
+/// The lowest and the highest value, if there is one.
+fn span(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+    values.into_iter().fold(None, |span, v| match span {
+        None => Some((v, v)),
+        Some((low, high)) => Some((f64::min(low, v), f64::max(high, v))),
+    })
+}
+
+/// Cells by verdict.
+struct Tally {
+    holds: usize,
+    misses: usize,
+    imprecise: usize,
+}
+
+impl Tally {
+    fn of<'a>(cells: impl IntoIterator<Item = &'a CellCard>) -> Tally {
+        let mut tally = Tally { holds: 0, misses: 0, imprecise: 0 };
+        for cell in cells {
+            match cell.verdict {
+                Verdict::Holds => tally.holds += 1,
+                Verdict::Misses => tally.misses += 1,
+                Verdict::Imprecise => tally.imprecise += 1,
+                Verdict::Control => {}
+            }
+        }
+        tally
+    }
+
+    /// Cells judged: those that hold or miss.
+    fn judged(&self) -> usize {
+        self.holds + self.misses
+    }
+}
+
 fn row(table: &mut Table, group: &GroupCard, cell: &CellCard) {
     let untrusted = if cell.untrusted > 0 { format!(" ({} untrusted)", cell.untrusted) } else { String::new() };
     table.row(vec![
@@ -77,34 +123,25 @@ pub fn table(card: &Scorecard) -> String {
 /// the fairness index relative to the control, and the range of the
 /// controls' absolute index.
 pub fn headline(card: &Scorecard) -> String {
-    let mut pairs: Vec<(&str, &str)> = Vec::new();
-    for group in &card.groups {
-        if !pairs.contains(&(&group.controller, &group.peer)) {
-            pairs.push((&group.controller, &group.peer));
-        }
-    }
+    let pairs = distinct(card.groups.iter().map(|g| (g.controller.as_str(), g.peer.as_str())));
     let mut table = Table::new(&["controller", "peer", "hold", "misses", "imprecise", "FI / control", "control FI"]);
     for (controller, peer) in pairs {
         let groups: Vec<&GroupCard> =
             card.groups.iter().filter(|g| g.controller == controller && g.peer == peer).collect();
         let cells: Vec<&CellCard> = groups.iter().flat_map(|g| &g.cells).collect();
-        let count = |verdict| cells.iter().filter(|cell| cell.verdict == verdict).count();
-        let range = |values: Vec<f64>| {
-            let (low, high) = values.iter().fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
-            if values.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{low:.2}-{high:.2}")
-            }
+        let tally = Tally::of(cells.iter().copied());
+        let range = |values: Vec<f64>| match span(values) {
+            Some((low, high)) => format!("{low:.2}-{high:.2}"),
+            None => "-".to_string(),
         };
         let judged: Vec<f64> =
             cells.iter().filter(|c| c.verdict != Verdict::Imprecise).map(|c| c.relative.mean).collect();
         table.row(vec![
             controller.to_string(),
             peer.to_string(),
-            format!("{}/{}", count(Verdict::Holds), count(Verdict::Holds) + count(Verdict::Misses)),
-            count(Verdict::Misses).to_string(),
-            count(Verdict::Imprecise).to_string(),
+            format!("{}/{}", tally.holds, tally.judged()),
+            tally.misses.to_string(),
+            tally.imprecise.to_string(),
             range(judged),
             range(groups.iter().map(|g| g.control.fairness_index.mean).collect()),
         ]);
@@ -134,13 +171,7 @@ pub fn headline(card: &Scorecard) -> String {
 /// One PNG per peer, path and queue: the fairness index over the control's
 /// against N, a line per controller, with the tolerance band.
 pub fn plots(card: &Scorecard, dir: &Path) -> Result<(), String> {
-    let mut panels: Vec<(&str, &str, &str)> = Vec::new();
-    for group in &card.groups {
-        let panel = (group.peer.as_str(), group.path.as_str(), group.queue.as_str());
-        if !panels.contains(&panel) {
-            panels.push(panel);
-        }
-    }
+    let panels = distinct(card.groups.iter().map(|g| (g.peer.as_str(), g.path.as_str(), g.queue.as_str())));
     for (peer, path, queue) in panels {
         let groups =
             card.groups.iter().filter(|g| (g.peer.as_str(), g.path.as_str(), g.queue.as_str()) == (peer, path, queue));
@@ -173,18 +204,9 @@ pub fn plots(card: &Scorecard, dir: &Path) -> Result<(), String> {
 /// cell's relative index.
 pub fn markdown(card: &Scorecard) -> String {
     let mut text = String::new();
-    let unique = |values: Vec<&str>| {
-        let mut seen: Vec<String> = Vec::new();
-        for value in values {
-            if !seen.iter().any(|s| s == value) {
-                seen.push(value.to_string());
-            }
-        }
-        seen
-    };
-    let controllers = unique(card.groups.iter().map(|g| g.controller.as_str()).collect());
-    let peers = unique(card.groups.iter().map(|g| g.peer.as_str()).collect());
-    let paths = unique(card.groups.iter().map(|g| g.path.as_str()).collect());
+    let controllers = distinct(card.groups.iter().map(|g| g.controller.as_str()));
+    let peers = distinct(card.groups.iter().map(|g| g.peer.as_str()));
+    let paths = distinct(card.groups.iter().map(|g| g.path.as_str()));
     let mut weights: Vec<f64> = card.groups.iter().flat_map(|g| g.cells.iter().map(|c| c.n)).collect();
     weights.sort_by(f64::total_cmp);
     weights.dedup();
@@ -193,11 +215,9 @@ pub fn markdown(card: &Scorecard) -> String {
     };
     // `holds/judged`, with ` (k?)` for imprecise cells.
     let count = |cells: &[&CellCard]| {
-        let holds = cells.iter().filter(|c| c.verdict == Verdict::Holds).count();
-        let misses = cells.iter().filter(|c| c.verdict == Verdict::Misses).count();
-        let imprecise = cells.iter().filter(|c| c.verdict == Verdict::Imprecise).count();
-        let mark = if imprecise > 0 { format!(" ({imprecise}?)") } else { String::new() };
-        (holds, holds + misses, mark)
+        let tally = Tally::of(cells.iter().copied());
+        let mark = if tally.imprecise > 0 { format!(" ({}?)", tally.imprecise) } else { String::new() };
+        (tally.holds, tally.judged(), mark)
     };
 
     let _ = writeln!(text, "Cells that hold, of those judged, per path (`?`: imprecise):\n");
@@ -205,10 +225,10 @@ pub fn markdown(card: &Scorecard) -> String {
     let _ = writeln!(text, "|---|---|{}---|", "---|".repeat(paths.len()));
     for controller in &controllers {
         for peer in &peers {
-            let mine = |g: &GroupCard| &g.controller == controller && &g.peer == peer;
+            let mine = |g: &GroupCard| g.controller == *controller && g.peer == *peer;
             let mut row = format!("| {controller} | {peer} |");
             for path in &paths {
-                let (holds, judged, mark) = count(&cells_of(&|g| mine(g) && &g.path == path));
+                let (holds, judged, mark) = count(&cells_of(&|g| mine(g) && g.path == *path));
                 let _ = write!(row, " {holds}/{judged}{mark} |");
             }
             let (holds, judged, mark) = count(&cells_of(&mine));
@@ -216,11 +236,11 @@ pub fn markdown(card: &Scorecard) -> String {
         }
     }
     let (holds, judged, _) = count(&cells_of(&|_| true));
-    let per = |names: &[String], field: fn(&GroupCard) -> &str| {
+    let per = |names: &[&str], field: fn(&GroupCard) -> &str| {
         names
             .iter()
             .map(|name| {
-                let (holds, judged, _) = count(&cells_of(&|g| field(g) == name));
+                let (holds, judged, _) = count(&cells_of(&|g| field(g) == *name));
                 format!("{name} {holds}/{judged}")
             })
             .collect::<Vec<_>>()
@@ -240,22 +260,21 @@ pub fn markdown(card: &Scorecard) -> String {
     for controller in &controllers {
         let mut row = format!("| {controller} |");
         for peer in &peers {
-            let (holds, judged, mark) = count(&cells_of(&|g| &g.controller == controller && &g.peer == peer));
+            let (holds, judged, mark) = count(&cells_of(&|g| g.controller == *controller && g.peer == *peer));
             let mark = mark.replace('?', " imprecise");
             let _ = write!(row, " {holds} / {judged}{mark} |");
         }
         let mut outside = Vec::new();
         for &n in &weights {
-            let misses: Vec<f64> = cells_of(&|g| &g.controller == controller)
+            let misses: Vec<f64> = cells_of(&|g| g.controller == *controller)
                 .into_iter()
                 .filter(|c| c.n == n && c.verdict == Verdict::Misses)
                 .map(|c| c.relative.mean)
                 .collect();
-            let (low, high) = misses.iter().fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
-            match misses.len() {
-                0 => {}
-                1 => outside.push(format!("N = {n}: 1 ({low:.2})")),
-                k => outside.push(format!("N = {n}: {k} ({low:.2}–{high:.2})")),
+            match (misses.len(), span(misses.iter().copied())) {
+                (1, Some((low, _))) => outside.push(format!("N = {n}: 1 ({low:.2})")),
+                (k, Some((low, high))) => outside.push(format!("N = {n}: {k} ({low:.2}–{high:.2})")),
+                (_, None) => {}
             }
         }
         let outside = if outside.is_empty() { "none".to_string() } else { outside.join("; ") };
