@@ -31,16 +31,30 @@ pub enum Selection {
 
 /// What quiche should run for `spec`.
 pub fn selection(spec: &Spec) -> Selection {
+    selection_recording(spec, false)
+}
+
+/// What quiche should run for `spec`; with `record_trace`, a flowshare
+/// controller records its events from its creation.
+fn selection_recording(spec: &Spec, record_trace: bool) -> Selection {
     match spec.standard() {
         Some(Standard::Reno) => Selection::Builtin(quiche::CongestionControlAlgorithm::Reno),
         Some(Standard::Cubic) => Selection::Builtin(quiche::CongestionControlAlgorithm::CUBIC),
-        None => Selection::Factory(factory(spec.clone())),
+        None => Selection::Factory(build_factory(spec.clone(), record_trace)),
     }
 }
 
 /// Selects `spec` for the connections made with `config`.
 pub fn configure(config: &mut quiche::Config, spec: &Spec) {
-    match selection(spec) {
+    configure_recording(config, spec, false);
+}
+
+/// Selects `spec` for the connections made with `config`; with
+/// `record_trace`, every flowshare controller records its events from its
+/// creation, the handshake's packets included, so that a replay of its
+/// trace starts from the state the live controller started from.
+pub fn configure_recording(config: &mut quiche::Config, spec: &Spec, record_trace: bool) {
+    match selection_recording(spec, record_trace) {
         Selection::Builtin(algorithm) => config.set_cc_algorithm(algorithm),
         Selection::Factory(factory) => config.set_cc_factory(factory),
     }
@@ -59,13 +73,6 @@ pub fn configure_in_handshake(ssl: &mut boring::ssl::SslRef, spec: &Spec) -> qui
 /// A factory that builds a [`QuicheController`] running `spec` for every path.
 pub fn factory(spec: Spec) -> CongestionControlFactory {
     build_factory(spec, false)
-}
-
-/// Like [`factory`], but every controller records its events from the
-/// start, the handshake's packets included, so that a replay of its trace
-/// starts from the state the live controller started from.
-pub fn recording_factory(spec: Spec) -> CongestionControlFactory {
-    build_factory(spec, true)
 }
 
 fn build_factory(spec: Spec, record_trace: bool) -> CongestionControlFactory {

@@ -409,16 +409,14 @@ fn send(
         quiche_config
             .set_cc_algorithm_name(&config.sender.to_string())
             .map_err(quic("select the controller by name"))?;
-    } else if config.record_trace && config.sender.standard().is_none() {
-        quiche_config.set_cc_factory(select::recording_factory(config.sender.clone()));
     } else {
-        select::configure(&mut quiche_config, &config.sender);
+        select::configure_recording(&mut quiche_config, &config.sender, config.record_trace);
     }
 
     let mut endpoint = Endpoint::new(socket, config.offload)?;
     let mut conn = accept(&mut endpoint, &mut quiche_config, deadline)?;
     // A controller selected by name records from here on: its handshake's
-    // packets are not in the trace (a factory's records them too).
+    // packets are not in the trace (one selected by spec records them too).
     if config.record_trace {
         if let Some(controller) = select::controller_mut(&mut conn) {
             controller.record_trace();
