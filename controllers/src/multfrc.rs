@@ -639,7 +639,7 @@ impl Controller for MulTfrc {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        Some(self.gaps.rate(self.rate as u64))
+        self.gaps.rate(self.rate as u64)
     }
 
     fn in_recovery(&self) -> bool {

@@ -22,6 +22,16 @@
 //!
 //! `flows` is every weighted controller's default since the lab's full
 //! grid measured it (lab/README.md); the paper reproductions pace evenly.
+//!
+//! With `pacing=off` a window controller reports no rate and the host
+//! sends whenever the window has room, as acknowledgements open it: what
+//! Linux TCP without the `fq` qdisc and quiche's own CUBIC and Reno do.
+//! Pacing is an edge of its own at a drop-tail queue: a paced connection
+//! of weight one took 2.9 to 3.9 times the share of each of two unpaced
+//! quiche CUBIC connections through `flowshare demo`'s bottleneck, so
+//! against unpaced peers a flowshare is only an unpaced flow's when the
+//! weighted connection does not pace either. A rate-based controller
+//! (MulTFRC) must pace and does not accept `off`.
 
 use crate::grammar::choice_name;
 
@@ -32,6 +42,8 @@ pub enum Pacing {
     Even,
     /// As N independently paced flows would arrive together.
     Flows,
+    /// Not at all: packets leave as the window opens (window controllers).
+    Off,
 }
 
 impl Pacing {
@@ -44,8 +56,11 @@ impl Pacing {
     }
 }
 
-/// The values of the `pacing` key.
-pub const PACINGS: [(&str, Pacing); 2] = [("even", Pacing::Even), ("flows", Pacing::Flows)];
+/// The values of the `pacing` key of window controllers.
+pub const PACINGS: [(&str, Pacing); 3] = [("even", Pacing::Even), ("flows", Pacing::Flows), ("off", Pacing::Off)];
+
+/// The values of the `pacing` key of rate-based controllers, which must pace.
+pub const RATE_PACINGS: [(&str, Pacing); 2] = [("even", Pacing::Even), ("flows", Pacing::Flows)];
 
 /// A number in [0, 1) drawn from `number`: splitmix64's finaliser, so that
 /// neighbouring numbers draw independent-looking values and a run is
@@ -100,13 +115,20 @@ impl Gaps {
     }
 
     /// The pacing rate that spaces the next packet: `rate` over the gap's
-    /// multiple (never zero where `rate` is not).
-    pub fn rate(&self, rate: u64) -> u64 {
-        if self.factor == 1.0 || rate == 0 {
-            rate
+    /// multiple (never zero where `rate` is not); none with `pacing=off`.
+    pub fn rate(&self, rate: u64) -> Option<u64> {
+        if self.pacing == Pacing::Off {
+            None
+        } else if self.factor == 1.0 || rate == 0 {
+            Some(rate)
         } else {
-            ((rate as f64 / self.factor) as u64).max(1)
+            Some(((rate as f64 / self.factor) as u64).max(1))
         }
+    }
+
+    /// The mean pacing rate for snapshots: `rate`, none with `pacing=off`.
+    pub fn mean(&self, rate: u64) -> Option<u64> {
+        (self.pacing != Pacing::Off).then_some(rate)
     }
 }
 
@@ -120,7 +142,7 @@ mod tests {
         (0..count)
             .map(|number| {
                 gaps.on_sent(number);
-                1e6 / gaps.rate(1_000_000) as f64
+                1e6 / gaps.rate(1_000_000).unwrap() as f64
             })
             .collect()
     }
@@ -147,8 +169,19 @@ mod tests {
         assert!(gaps(Pacing::Even, 30.0, 1_000).iter().all(|&gap| gap == 1.0));
         let mut gaps = Gaps::new(Pacing::Flows, 8.0);
         gaps.on_sent(3);
-        assert_ne!(gaps.rate(1_000_000), 1_000_000);
+        assert_ne!(gaps.rate(1_000_000), Some(1_000_000));
         gaps.set_weight(1.0);
-        assert_eq!(gaps.rate(1_000_000), 1_000_000);
+        assert_eq!(gaps.rate(1_000_000), Some(1_000_000));
+    }
+
+    #[test]
+    fn off_reports_no_rate_at_any_weight() {
+        for n in [0.5, 1.0, 8.0] {
+            let mut gaps = Gaps::new(Pacing::Off, n);
+            gaps.on_sent(3);
+            assert_eq!(gaps.rate(1_000_000), None);
+            assert_eq!(gaps.mean(1_000_000), None);
+        }
+        assert_eq!(Gaps::new(Pacing::Flows, 8.0).mean(1_000_000), Some(1_000_000));
     }
 }

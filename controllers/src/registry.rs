@@ -365,6 +365,27 @@ mod tests {
     }
 
     #[test]
+    fn window_controllers_can_leave_pacing_off_and_rate_controllers_cannot() {
+        for algorithm in weighted() {
+            let spec = format!("{}:n=8,pacing=off", algorithm.name);
+            match spec.parse::<Spec>() {
+                Ok(spec) => {
+                    let mut controller = spec.build(&testing::params());
+                    let time = Time::from_nanos(0);
+                    controller.on_packet_sent(&SentPacket { number: 0, bytes: 1200, time, bytes_in_flight: 0 });
+                    assert_eq!(controller.pacing_rate(), None, "{spec}");
+                    assert_eq!(controller.snapshot().pacing_rate, None, "{spec}");
+                    assert!(spec.to_string().ends_with(",pacing=off"), "{spec}");
+                }
+                Err(error) => {
+                    assert_eq!(algorithm.name, "multfrc", "{error}");
+                    assert!(error.to_string().contains("accepted: even, flows"), "{error}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn reweighting_keeps_every_other_choice() {
         let spec: Spec = "pa-multcp:n=4,assign=interleave,probe=cubic".parse().unwrap();
         assert_eq!(spec.reweighted(0.5).unwrap().to_string(), "pa-multcp:n=0.5,assign=interleave");

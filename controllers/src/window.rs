@@ -555,7 +555,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        Some(self.gaps.rate(self.mean_pacing_rate()))
+        self.gaps.rate(self.mean_pacing_rate())
     }
 
     fn in_recovery(&self) -> bool {
@@ -577,7 +577,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
             phase: self.window.recovery().phase(self.window.in_slow_start()),
             congestion_window: self.congestion_window(),
             ssthresh: self.ssthresh(),
-            pacing_rate: Some(self.mean_pacing_rate()),
+            pacing_rate: self.gaps.mean(self.mean_pacing_rate()),
             weight: self.algorithm.weight(),
             ..Snapshot::default()
         }

@@ -1,7 +1,7 @@
 //! MulTFRC's parameters and the spec keys that set them.
 
 use crate::pacing::Pacing;
-use crate::pacing::PACINGS;
+use crate::pacing::RATE_PACINGS;
 use std::fmt;
 use std::sync::Arc;
 
@@ -143,7 +143,7 @@ impl AlgorithmConfig for MulTfrcConfig {
         let t_rto = args.real("t_rto", T_RTO_RANGE)?.unwrap_or(Self::DEFAULT_T_RTO);
         let flows_hit = args.choice("flows_hit", &FLOWS_HIT)?.unwrap_or(FlowsHit::All);
         let thinning = args.choice("thinning", &THINNING)?.unwrap_or(Thinning::Undo);
-        let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        let pacing = args.choice("pacing", &RATE_PACINGS)?.unwrap_or(Pacing::DEFAULT);
         Ok(MulTfrcConfig { n, b, t_mbi, t_rto, flows_hit, thinning, pacing })
     }
 

@@ -570,7 +570,7 @@ impl Controller for PaMulTcp {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        Some(self.gaps.rate(self.mean_pacing_rate()))
+        self.gaps.rate(self.mean_pacing_rate())
     }
 
     fn in_recovery(&self) -> bool {
@@ -601,7 +601,7 @@ impl Controller for PaMulTcp {
             phase,
             congestion_window: self.congestion_window(),
             ssthresh: self.ssthresh(),
-            pacing_rate: Some(self.mean_pacing_rate()),
+            pacing_rate: self.gaps.mean(self.mean_pacing_rate()),
             weight: Some(self.config.n),
             state: [
                 self.loss_event_rate().map(|p| ("loss_event_rate", Value::Real(p))),
