@@ -10,10 +10,17 @@
 //! The demo prints every connection's rate, the weighted connection's share
 //! and the fairness index as it goes (from the start of congestion
 //! avoidance on), a summary at the end, and a PNG of the rates over time.
+//!
+//! By default the weighted connection is `pa-multcp:n=3,pacing=off`:
+//! quiche's own CUBIC does not pace, and a paced connection of weight one
+//! takes about three of its flowshares at this queue, so the weight only
+//! means something when both send alike (controllers/README.md, "Pacing
+//! against peers that do not pace"). The demo says so when they do not.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use flowshare_controllers::Params;
 use flowshare_controllers::Spec;
 use flowshare_lab::report::plot;
 use flowshare_lab::report::Line;
@@ -30,11 +37,17 @@ const DATAGRAM_BYTES: usize = 1350;
 /// The first part of the run is slow start and not counted in the summary.
 const WARMUP_FRACTION: f64 = 0.2;
 
+/// The weighted connection by default: three flowshares against the
+/// default two quiche CUBIC connections, unpaced as they are.
+const DEFAULT_CC: &str = "pa-multcp:n=3,pacing=off";
+
 #[derive(clap::Args)]
 pub struct DemoArgs {
     /// Controller of the weighted connection, e.g. `pa-multcp:n=3`,
-    /// `multcp:n=4`, `multfrc:n=0.5`.
-    #[arg(long, default_value = "pa-multcp:n=3")]
+    /// `multcp:n=4`, `multfrc:n=0.5`. The default does not pace, because
+    /// quiche's own CUBIC and Reno do not: a paced connection of weight
+    /// one takes about three of their flowshares here (controllers/README.md).
+    #[arg(long, default_value = DEFAULT_CC)]
     cc: String,
     /// Controller of the standard connections (quiche's own `cubic` or
     /// `reno`, or any spec).
@@ -149,6 +162,13 @@ pub fn run(args: DemoArgs) -> Result<(), String> {
             weight / flowshares * 100.0
         );
     }
+    if args.count > 0 && paces(&spec) != paces(&against) {
+        let (paced, unpaced) = if paces(&spec) { (&spec, &against) } else { (&against, &spec) };
+        println!(
+            "note: {paced} paces its packets and {unpaced} does not; at a drop-tail queue pacing alone is worth \
+             about three flowshares here, so compare like with like (`pacing=off` or a paced --against)"
+        );
+    }
     let header: Vec<String> = names.iter().map(|name| format!("{:>14}", truncate(name, 14))).collect();
     println!("{:>6}  {}  {:>6}  {:>6}", "t_s", header.join(" "), "share", "FI");
 
@@ -186,6 +206,12 @@ pub fn run(args: DemoArgs) -> Result<(), String> {
     let file = draw(&timeline, &names, weight, interval, &args.out)?;
     println!("wrote {}", file.display());
     Ok(())
+}
+
+/// Whether connections of `spec` pace their packets: quiche's own Reno and
+/// CUBIC do not, flowshare's controllers do unless told `pacing=off`.
+fn paces(spec: &Spec) -> bool {
+    spec.standard().is_none() && spec.build(&Params::default()).pacing_rate().is_some()
 }
 
 fn truncate(text: &str, width: usize) -> &str {
@@ -255,4 +281,18 @@ fn draw(timeline: &Timeline, names: &[String], weight: f64, interval: f64, dir: 
     }
     plot(dir, "demo-shares.png", "flowshare demo: rates through the bottleneck", "seconds", "Mbit/s", &lines)?;
     Ok(dir.join("demo-shares.png"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_knows_which_connections_pace() {
+        let paces = |text: &str| paces(&text.parse::<Spec>().unwrap());
+        // quiche's own controllers send as acknowledgements open the window.
+        assert!(!paces("cubic") && !paces("reno"));
+        assert!(!paces(DEFAULT_CC) && !paces("multcp:n=4,pacing=off"));
+        assert!(paces("multcp:n=4") && paces("multfrc:n=2") && paces("pa-multcp:n=3,pacing=even"));
+    }
 }
