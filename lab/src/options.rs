@@ -45,6 +45,9 @@ pub struct Options {
     pub warmup_s: Option<f64>,
     /// Pacing on or off (default: as the controller asks).
     pub pacing: Option<bool>,
+    /// Whether the standard peers pace (the lab's scorecard; default: they
+    /// pace, as the lab's flows do).
+    pub peer_pacing: Option<bool>,
     /// Per-packet access jitter, ms (the lab's scorecard).
     pub access_jitter_ms: Option<f64>,
     /// How that jitter varies from packet to packet (the lab's scorecard).
@@ -100,6 +103,12 @@ pub struct OptionArgs {
     /// testbed's endpoints decide for themselves.
     #[arg(long)]
     pacing: Option<bool>,
+    /// Whether the standard peers pace (true, the default) or send as their
+    /// acknowledgements open the window (false), as Linux TCP without fq
+    /// and quiche's own CUBIC and Reno do; the weighted connection paces as
+    /// its spec says. The lab's scorecard only.
+    #[arg(long)]
+    peer_pacing: Option<bool>,
     /// Access jitter in ms: each packet of every flow waits up to this much
     /// more (uniform, never reordering a flow's packets) on its way to the
     /// bottleneck; the lab's scorecard only (default 1).
@@ -176,6 +185,7 @@ impl OptionArgs {
             duration_s: self.duration,
             warmup_s: self.warmup,
             pacing: self.pacing,
+            peer_pacing: self.peer_pacing,
             access_jitter_ms: self.jitter,
             jitter_shape,
         })
@@ -184,7 +194,7 @@ impl OptionArgs {
 
 /// The flags of the options a scenario may or may not read (`--quick` and
 /// `--seed` mean something to every one).
-pub const FLAGS: [&str; 13] = [
+pub const FLAGS: [&str; 14] = [
     "seeds",
     "controllers",
     "n",
@@ -196,6 +206,7 @@ pub const FLAGS: [&str; 13] = [
     "duration",
     "warmup",
     "pacing",
+    "peer-pacing",
     "jitter",
     "jitter-shape",
 ];
@@ -215,6 +226,7 @@ impl Options {
             self.duration_s.is_some(),
             self.warmup_s.is_some(),
             self.pacing.is_some(),
+            self.peer_pacing.is_some(),
             self.access_jitter_ms.is_some(),
             self.jitter_shape.is_some(),
         ];

@@ -85,6 +85,9 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
                 .into(),
         );
     }
+    if options.peer_pacing.is_some() {
+        return Err("--peer-pacing is the lab's: the testbed's peers are real stacks and pace as they do".into());
+    }
     let quick = options.quick;
     let controllers =
         options.controllers.clone().unwrap_or_else(|| CONTROLLERS.iter().map(|c| c.to_string()).collect());
@@ -130,6 +133,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         tolerance: TOLERANCE,
         access_jitter_ms: None,
         access_jitter_shape: None,
+        peer_pacing: None,
     })
 }
 

@@ -55,6 +55,8 @@ pub struct Campaign {
     pub access_jitter_ms: Option<f64>,
     /// How the lab's access jitter varies, when `--jitter-shape` set it.
     pub access_jitter_shape: Option<JitterShape>,
+    /// Whether the lab's standard peers pace, when `--peer-pacing` set it.
+    pub peer_pacing: Option<bool>,
 }
 
 /// One run to do: the group (its position in [`Campaign::groups`]), the
@@ -155,6 +157,7 @@ impl Campaign {
             tolerance: self.tolerance,
             access_jitter_ms: self.access_jitter_ms,
             access_jitter_shape: self.access_jitter_shape,
+            peer_pacing: self.peer_pacing,
             grid_groups: self.groups.len(),
             shard: self.shard,
             groups,
@@ -183,6 +186,7 @@ mod tests {
             tolerance: 0.1,
             access_jitter_ms: None,
             access_jitter_shape: None,
+            peer_pacing: None,
         }
     }
 

@@ -262,6 +262,10 @@ pub struct Scorecard {
     /// (absent: the default, `grid::LAB_ACCESS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_jitter_shape: Option<JitterShape>,
+    /// Whether the lab's standard peers pace, when `--peer-pacing` set it
+    /// (absent: they pace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_pacing: Option<bool>,
     /// Groups in the whole grid.
     pub grid_groups: usize,
     /// The shard this file holds; absent for a whole grid.
@@ -303,6 +307,7 @@ impl Scorecard {
                 && card.tolerance == first.tolerance
                 && card.access_jitter_ms == first.access_jitter_ms
                 && card.access_jitter_shape == first.access_jitter_shape
+                && card.peer_pacing == first.peer_pacing
                 && card.grid_groups == first.grid_groups
                 && card.shard.map(|shard| shard.count) == Some(count))
             .then_some(())
@@ -375,6 +380,7 @@ mod tests {
             tolerance: 0.1,
             access_jitter_ms: Some(3.0),
             access_jitter_shape: Some(JitterShape::PerPacket),
+            peer_pacing: Some(false),
             grid_groups: 1,
             shard: Some(Shard { index: 0, count: 1 }),
             groups: vec![GroupCard {
@@ -402,6 +408,7 @@ mod tests {
             tolerance: 0.1,
             access_jitter_ms: None,
             access_jitter_shape: None,
+            peer_pacing: None,
             grid_groups: 3,
             shard,
             groups: indexes
@@ -433,8 +440,13 @@ mod tests {
             Scorecard::merge(vec![a.clone(), jittered]).unwrap_err(),
             "the scorecards are shards of different grids"
         );
-        let clumped = Scorecard { access_jitter_shape: Some(JitterShape::PerPacket), ..b };
-        assert_eq!(Scorecard::merge(vec![a, clumped]).unwrap_err(), "the scorecards are shards of different grids");
+        let clumped = Scorecard { access_jitter_shape: Some(JitterShape::PerPacket), ..b.clone() };
+        assert_eq!(
+            Scorecard::merge(vec![a.clone(), clumped]).unwrap_err(),
+            "the scorecards are shards of different grids"
+        );
+        let unpaced = Scorecard { peer_pacing: Some(false), ..b };
+        assert_eq!(Scorecard::merge(vec![a, unpaced]).unwrap_err(), "the scorecards are shards of different grids");
         assert!(Shard::parse("0/2").is_err() && Shard::parse("3/2").is_err() && Shard::parse("x").is_err());
         assert!(Shard { index: 1, count: 2 }.owns(3));
     }

@@ -117,11 +117,12 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
         tolerance: TOLERANCE,
         access_jitter_ms: options.access_jitter_ms,
         access_jitter_shape: options.jitter_shape,
+        peer_pacing: options.peer_pacing,
     })
 }
 
 /// The lab's scenario of `job`: every flow with the lab's access delay and
-/// the campaign's jitter.
+/// the campaign's jitter, the peers paced as the campaign says.
 fn lab_scenario(campaign: &Campaign, job: &Job) -> Result<Scenario, String> {
     let access = grid::Access {
         jitter_ms: campaign.access_jitter_ms.unwrap_or(grid::LAB_ACCESS.jitter_ms),
@@ -129,7 +130,13 @@ fn lab_scenario(campaign: &Campaign, job: &Job) -> Result<Scenario, String> {
         ..grid::LAB_ACCESS
     };
     let group = &campaign.groups[job.group];
-    group.scenario(job.cell, LAB_START_SPREAD_S, access, &|count| Ok(grid::lab_peers(&group.peer, count, access)))
+    group.scenario(job.cell, LAB_START_SPREAD_S, access, &|count| {
+        let peers = grid::lab_peers(&group.peer, count, access);
+        Ok(match campaign.peer_pacing {
+            Some(pacing) => peers.with_pacing(pacing),
+            None => peers,
+        })
+    })
 }
 
 /// Runs the lab's campaign on all cores.
@@ -251,5 +258,19 @@ mod tests {
         let jittered = Options { access_jitter_ms: Some(3.0), ..quick };
         assert_eq!(jitters(&jittered), [3.0; 2]);
         assert_eq!(lab_campaign(&jittered, None).unwrap().access_jitter_ms, Some(3.0));
+    }
+
+    #[test]
+    fn unpaced_peers_leave_the_weighted_connection_as_its_spec_says() {
+        let pacing = |options: &Options| -> Vec<Option<bool>> {
+            let campaign = lab_campaign(options, None).unwrap();
+            let job = Job { group: 0, cell: Cell::Weight(8.0), seed: 1 };
+            lab_scenario(&campaign, &job).unwrap().flows.iter().map(|flow| flow.pacing).collect()
+        };
+        let quick = Options { quick: true, ..Options::default() };
+        assert_eq!(pacing(&quick), [None, None]);
+        let unpaced = Options { peer_pacing: Some(false), ..quick };
+        assert_eq!(pacing(&unpaced), [None, Some(false)]);
+        assert_eq!(lab_campaign(&unpaced, None).unwrap().peer_pacing, Some(false));
     }
 }

@@ -165,8 +165,15 @@ pub fn headline(card: &Scorecard) -> String {
             default.jitter_shape.name()
         );
     }
+    if card.peer_pacing == Some(false) {
+        let _ = writeln!(text, "{UNPACED_PEERS}");
+    }
     text
 }
+
+/// The note on a grid whose standard peers do not pace.
+const UNPACED_PEERS: &str =
+    "Standard peers unpaced (`--peer-pacing false`): they send as their acknowledgements open the window.";
 
 /// One PNG per peer, path and queue: the fairness index over the control's
 /// against N, a line per controller, with the tolerance band.
@@ -220,6 +227,9 @@ pub fn markdown(card: &Scorecard) -> String {
         (tally.holds, tally.judged(), mark)
     };
 
+    if card.peer_pacing == Some(false) {
+        let _ = writeln!(text, "{UNPACED_PEERS}\n");
+    }
     let _ = writeln!(text, "Cells that hold, of those judged, per path (`?`: imprecise):\n");
     let _ = writeln!(text, "| controller | peer | {} | all |", paths.join(" | "));
     let _ = writeln!(text, "|---|---|{}---|", "---|".repeat(paths.len()));
@@ -347,6 +357,7 @@ mod tests {
             tolerance: 0.1,
             access_jitter_ms: None,
             access_jitter_shape: None,
+            peer_pacing: None,
             grid_groups: 1,
             shard: None,
             groups: vec![GroupCard {
@@ -370,5 +381,8 @@ mod tests {
             text.contains("| multcp | reno | small-20 | droptail-1bdp | 0.80±0.00 | 1.06±0.00 | **1.25±0.00** | 1.25±")
         );
         assert!(text.trim_end().ends_with("? |"), "{text}");
+        assert!(!text.contains("unpaced") && !headline(&card).contains("unpaced"));
+        let unpaced = Scorecard { peer_pacing: Some(false), ..card };
+        assert!(markdown(&unpaced).starts_with(UNPACED_PEERS) && headline(&unpaced).contains(UNPACED_PEERS));
     }
 }
