@@ -78,6 +78,19 @@ fn clocked_assignment_spaces_the_probes_packets_as_its_own_pacing_would() {
 }
 
 #[test]
+fn an_unpaced_connections_probe_clock_runs_faster() {
+    use Loop::*;
+    // Unpaced, the clock runs at 1.25 x 10 packets per 100 ms: one packet
+    // every 8 ms, where the paced clock waits 9.09 ms.
+    let mut host = Host::new(pa_multcp("pa-multcp:n=4,pacing=off"));
+    assert_eq!(loops_of(&mut host, 2), [Probe, Adjusting]);
+    host.now = host.now + Duration::from_micros(7_900);
+    assert_eq!(loops_of(&mut host, 1), [Adjusting]);
+    host.now = host.now + Duration::from_micros(200);
+    assert_eq!(loops_of(&mut host, 1), [Probe]);
+}
+
+#[test]
 fn measured_cap_is_n_minus_one_times_the_probe_window_in_slow_start() {
     let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
     host.round();
