@@ -239,7 +239,10 @@ fn summarize(timeline: &Timeline, names: &[String], weight: f64, duration: f64) 
                 println!("  {name}: {:.2} Mbit/s", rate / 1e6);
             }
             if let Some(fi) = fairness_index(&rates, weight) {
-                let verdict = if (fi - 1.0).abs() <= 0.1 { "the weight holds" } else { "the weight does not hold" };
+                // Judged as printed, so that 1.10 never reads "does not hold".
+                let shown = (fi * 100.0).round() / 100.0;
+                let verdict =
+                    if (shown - 1.0).abs() <= 0.1 + 1e-9 { "the weight holds" } else { "the weight does not hold" };
                 println!("fairness index {fi:.2} (1 = {weight} flowshares): {verdict} within 10 %");
             }
         }

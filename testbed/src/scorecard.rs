@@ -187,9 +187,13 @@ pub fn run(
             let case = case(campaign, job)?;
             let dir = out.join("runs").join(&case.name).join(format!("seed-{}", job.seed));
             let elapsed = started.elapsed().as_secs_f64();
-            let left = if done > 0 { elapsed / done as f64 * (jobs.len() - k) as f64 } else { f64::NAN };
+            // Until a run has finished there is no pace to extrapolate.
+            let left = match done {
+                0 => "the round's length is known after its first run".to_string(),
+                done => format!("round ends in about {:.0} s", elapsed / done as f64 * (jobs.len() - k) as f64),
+            };
             eprintln!(
-                "[scorecard round {round}] run {}/{}: {} (seed {}), {elapsed:.0} s elapsed, round ends in about {left:.0} s",
+                "[scorecard round {round}] run {}/{}: {} (seed {}), {elapsed:.0} s elapsed, {left}",
                 k + 1,
                 jobs.len(),
                 case.name,
