@@ -400,6 +400,8 @@ mod tests {
             "5",
             "--pacing",
             "false",
+            "--peer-pacing",
+            "false",
             "--jitter",
             "3",
             "--jitter-shape",
