@@ -162,8 +162,9 @@ pub fn run(args: DemoArgs) -> Result<(), String> {
             weight / flowshares * 100.0
         );
     }
-    if args.count > 0 && paces(&spec) != paces(&against) {
-        let (paced, unpaced) = if paces(&spec) { (&spec, &against) } else { (&against, &spec) };
+    let spec_paces = paces(&spec);
+    if args.count > 0 && spec_paces != paces(&against) {
+        let (paced, unpaced) = if spec_paces { (&spec, &against) } else { (&against, &spec) };
         println!(
             "note: {paced} paces its packets and {unpaced} does not; at a drop-tail queue pacing alone is worth \
              about three flowshares here, so compare like with like (`pacing=off` or a paced --against)"

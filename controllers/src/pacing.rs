@@ -60,7 +60,7 @@ impl Pacing {
 pub const PACINGS: [(&str, Pacing); 3] = [("even", Pacing::Even), ("flows", Pacing::Flows), ("off", Pacing::Off)];
 
 /// The values of the `pacing` key of rate-based controllers, which must pace.
-pub const RATE_PACINGS: [(&str, Pacing); 2] = [("even", Pacing::Even), ("flows", Pacing::Flows)];
+pub const RATE_PACINGS: [(&str, Pacing); 2] = [PACINGS[0], PACINGS[1]];
 
 /// A number in [0, 1) drawn from `number`: splitmix64's finaliser, so that
 /// neighbouring numbers draw independent-looking values and a run is

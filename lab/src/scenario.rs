@@ -401,12 +401,6 @@ impl FlowConfig {
         self
     }
 
-    /// Paced or not, whatever the scenario's `pacing`.
-    pub fn with_pacing(mut self, pacing: bool) -> FlowConfig {
-        self.pacing = Some(pacing);
-        self
-    }
-
     /// With the access jitter varying as `shape` says.
     pub fn with_jitter_shape(mut self, shape: JitterShape) -> FlowConfig {
         self.jitter_shape = Some(shape);

@@ -29,18 +29,13 @@ pub enum Selection {
     Factory(CongestionControlFactory),
 }
 
-/// What quiche should run for `spec`.
-pub fn selection(spec: &Spec) -> Selection {
-    selection_recording(spec, false)
-}
-
 /// What quiche should run for `spec`; with `record_trace`, a flowshare
 /// controller records its events from its creation.
-fn selection_recording(spec: &Spec, record_trace: bool) -> Selection {
+pub fn selection(spec: &Spec, record_trace: bool) -> Selection {
     match spec.standard() {
         Some(Standard::Reno) => Selection::Builtin(quiche::CongestionControlAlgorithm::Reno),
         Some(Standard::Cubic) => Selection::Builtin(quiche::CongestionControlAlgorithm::CUBIC),
-        None => Selection::Factory(build_factory(spec.clone(), record_trace)),
+        None => Selection::Factory(factory(spec.clone(), record_trace)),
     }
 }
 
@@ -54,7 +49,7 @@ pub fn configure(config: &mut quiche::Config, spec: &Spec) {
 /// creation, the handshake's packets included, so that a replay of its
 /// trace starts from the state the live controller started from.
 pub fn configure_recording(config: &mut quiche::Config, spec: &Spec, record_trace: bool) {
-    match selection_recording(spec, record_trace) {
+    match selection(spec, record_trace) {
         Selection::Builtin(algorithm) => config.set_cc_algorithm(algorithm),
         Selection::Factory(factory) => config.set_cc_factory(factory),
     }
@@ -64,18 +59,15 @@ pub fn configure_recording(config: &mut quiche::Config, spec: &Spec, record_trac
 /// from a server's handshake callback (see quiche's
 /// `set_cc_factory_in_handshake`).
 pub fn configure_in_handshake(ssl: &mut boring::ssl::SslRef, spec: &Spec) -> quiche::Result<()> {
-    match selection(spec) {
+    match selection(spec, false) {
         Selection::Builtin(algorithm) => <quiche::Connection>::set_cc_algorithm_in_handshake(ssl, algorithm),
         Selection::Factory(factory) => <quiche::Connection>::set_cc_factory_in_handshake(ssl, factory),
     }
 }
 
-/// A factory that builds a [`QuicheController`] running `spec` for every path.
-pub fn factory(spec: Spec) -> CongestionControlFactory {
-    build_factory(spec, false)
-}
-
-fn build_factory(spec: Spec, record_trace: bool) -> CongestionControlFactory {
+/// A factory that builds a [`QuicheController`] running `spec` for every
+/// path; with `record_trace`, each records its events from its creation.
+pub fn factory(spec: Spec, record_trace: bool) -> CongestionControlFactory {
     let name = spec.to_string();
     CongestionControlFactory::new(&name, move |params| {
         let params = Params {
@@ -100,7 +92,7 @@ pub fn register_with_quiche() {
             // quiche refuses its own names (reno, cubic); that is intended.
             let _ = quiche::congestion::register_congestion_control(algorithm.name, |text| {
                 let spec: Spec = text.parse().ok()?;
-                spec.standard().is_none().then(|| factory(spec))
+                spec.standard().is_none().then(|| factory(spec, false))
             });
         }
     });

@@ -26,6 +26,7 @@ use crate::options::weighted_algorithms;
 use crate::options::OptionArgs;
 use crate::options::Options;
 use crate::report::write_file;
+use crate::scenario::FlowConfig;
 use crate::scenario::Scenario;
 use crate::scenario::LAB_START_SPREAD_S;
 use crate::scorecard::campaign::Campaign;
@@ -131,11 +132,8 @@ fn lab_scenario(campaign: &Campaign, job: &Job) -> Result<Scenario, String> {
     };
     let group = &campaign.groups[job.group];
     group.scenario(job.cell, LAB_START_SPREAD_S, access, &|count| {
-        let peers = grid::lab_peers(&group.peer, count, access);
-        Ok(match campaign.peer_pacing {
-            Some(pacing) => peers.with_pacing(pacing),
-            None => peers,
-        })
+        // Unset, the peers pace as the scenario does.
+        Ok(FlowConfig { pacing: campaign.peer_pacing, ..grid::lab_peers(&group.peer, count, access) })
     })
 }
 
