@@ -25,8 +25,9 @@
 //! Shared pieces: [`aimd`] (AIMD equations), [`window`] (the loss-based
 //! window loop), [`pacing`] (spacing a weighted connection's packets as
 //! its flows would arrive), [`loss_intervals`] (TFRC's loss event rate, measured on the
-//! sender), [`equations`] (the TCP and n-flow throughput equations, CUBIC's
-//! window and response functions).
+//! sender), [`thinning`] (what a sender below one flowshare answers),
+//! [`equations`] (the TCP and n-flow throughput equations, CUBIC's window
+//! and response functions).
 //!
 //! The modules form layers, each importing only those below it: the
 //! grammar, time and events at the bottom ([`grammar`], [`time`],
@@ -56,6 +57,7 @@ pub mod reno;
 pub mod spec;
 #[cfg(test)]
 mod testing;
+pub mod thinning;
 pub mod time;
 pub mod trace;
 pub mod virtual_flows;

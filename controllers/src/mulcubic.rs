@@ -93,8 +93,13 @@
 //! slower: `C_N = N⁴ C` and `α_N = N² α` (eq. (5) with `b = 1 - β` fixed,
 //! `a = 3N²b / (2 - b)`), N² above `W_max`; both averages scale by exactly N.
 //! This is MulTCP's AIMD(N², 1/2) choice for CUBIC, and both rules give
-//! RFC 9438's constants at N = 1. Below N = 0.01, `C_N < 4·10⁻⁹` stretches
-//! `K` beyond any useful time scale, so the weight range starts there.
+//! RFC 9438's constants at N = 1. Both averages assume the loss event rate
+//! a full flow sees; by default (`thinning=undo`, [`crate::thinning`]) the
+//! window, which sees R times more when events lose several packets, grows
+//! with `R³ C_N` and `R α_N` (R from its own losses per event, 1 for single
+//! losses); `thinning=paper` keeps `C_N` and `α_N`. Below N = 0.01,
+//! `C_N < 4·10⁻⁹` stretches `K` beyond any useful time scale, so the weight
+//! range starts there.
 //!
 //! # How close one window comes to N flows (measured by the tests)
 //!
@@ -124,6 +129,8 @@ use crate::controller::Controller;
 use crate::controller::Params;
 use crate::cubic::CubicWindow;
 use crate::equations::cubic_flow_params;
+use crate::equations::thinned_cubic_flow_params;
+use crate::equations::thinning_ratio;
 use crate::equations::CubicParams;
 use crate::equations::CUBIC_WEIGHT;
 use crate::grammar::Args;
@@ -131,6 +138,9 @@ use crate::grammar::SpecError;
 use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
+use crate::thinning::LossesPerEvent;
+use crate::thinning::Thinning;
+use crate::thinning::THINNINGS;
 use crate::window::Decrease;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
@@ -145,13 +155,15 @@ pub struct MulCubicConfig {
     pub decrease: Decrease,
     /// How the connection spaces its packets.
     pub pacing: Pacing,
+    /// Which loss event rate the window answers below one flowshare.
+    pub thinning: Thinning,
 }
 
 impl MulCubicConfig {
     /// MulCUBIC(n); `n` must lie in `[0.01, 256]`.
     pub fn new(n: f64) -> Result<Self, SpecError> {
         if CUBIC_WEIGHT.contains(n) {
-            Ok(MulCubicConfig { n, decrease: Decrease::PerFlow, pacing: Pacing::DEFAULT })
+            Ok(MulCubicConfig { n, decrease: Decrease::PerFlow, pacing: Pacing::DEFAULT, thinning: Thinning::Undo })
         } else {
             Err(SpecError::out_of_range("mulcubic", "n", n, CUBIC_WEIGHT))
         }
@@ -161,8 +173,10 @@ impl MulCubicConfig {
     /// flowshare, one flow's `C` (scaled by the flows each loss event hits,
     /// [`CubicWindow::set_virtual_flows`]), `β_N`, and N times one flow's
     /// Reno-friendly growth; otherwise the constants of one decrease per
-    /// event ([`cubic_flow_params`]).
-    pub fn params(&self) -> CubicParams {
+    /// event ([`cubic_flow_params`]), which below one flowshare
+    /// `thinning=undo` raises for a window whose loss events lose
+    /// `losses_per_event` packets on average ([`thinned_cubic_flow_params`]).
+    pub fn params(&self, losses_per_event: f64) -> CubicParams {
         match self.decrease {
             Decrease::PerFlow if self.n > 1.0 => {
                 let one = CubicParams::STANDARD;
@@ -173,18 +187,32 @@ impl MulCubicConfig {
                     ..one
                 }
             }
+            _ if self.thinning == Thinning::Undo => {
+                thinned_cubic_flow_params(self.n, thinning_ratio(self.n, losses_per_event))
+            }
             _ => cubic_flow_params(self.n),
         }
+    }
+
+    /// The same decrease rule, pacing and thinning for another weight.
+    fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
+        Ok(MulCubicConfig {
+            decrease: self.decrease,
+            pacing: self.pacing,
+            thinning: self.thinning,
+            ..MulCubicConfig::new(n)?
+        })
     }
 }
 
 impl AlgorithmConfig for MulCubicConfig {
-    /// Parses `n`, `decrease` and `pacing`.
+    /// Parses `n`, `decrease`, `pacing` and `thinning`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let config = MulCubicConfig::new(args.weight(CUBIC_WEIGHT)?)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
-        Ok(MulCubicConfig { decrease, pacing, ..config })
+        let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
+        Ok(MulCubicConfig { decrease, pacing, thinning, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -192,7 +220,7 @@ impl AlgorithmConfig for MulCubicConfig {
     }
 
     fn reweighted(&self, n: f64) -> Result<Arc<dyn AlgorithmConfig>, SpecError> {
-        Ok(Arc::new(MulCubicConfig { decrease: self.decrease, pacing: self.pacing, ..MulCubicConfig::new(n)? }))
+        Ok(Arc::new(MulCubicConfig::reweighted(self, n)?))
     }
 
     fn build(&self, params: &Params) -> Box<dyn Controller> {
@@ -210,45 +238,79 @@ impl fmt::Display for MulCubicConfig {
         if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
+        if self.thinning != Thinning::Undo {
+            write!(f, ",thinning={}", self.thinning.name())?;
+        }
         Ok(())
     }
 }
 
-impl WindowAlgorithm<CubicWindow> for MulCubicConfig {
+/// MulCUBIC's parameters and what its window's losses tell them: the
+/// [`WindowAlgorithm`] of the MulCUBIC(N) controller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MulCubicAlgorithm {
+    /// Parameters.
+    config: MulCubicConfig,
+    /// Packets lost per loss event, for `thinning=undo` below one flowshare.
+    losses: LossesPerEvent,
+}
+
+impl MulCubicAlgorithm {
+    /// The constants the window runs with now.
+    fn params(&self) -> CubicParams {
+        self.config.params(self.losses.mean())
+    }
+}
+
+impl WindowAlgorithm<CubicWindow> for MulCubicAlgorithm {
     fn name(&self) -> &'static str {
         "mulcubic"
     }
 
     fn weight(&self) -> Option<f64> {
-        Some(self.n)
+        Some(self.config.n)
     }
 
     fn pacing(&self) -> Pacing {
-        self.pacing
+        self.config.pacing
     }
 
     fn set_weight(&mut self, window: &mut CubicWindow, weight: f64) -> Result<(), SpecError> {
-        *self = MulCubicConfig { decrease: self.decrease, pacing: self.pacing, ..MulCubicConfig::new(weight)? };
+        self.config = self.config.reweighted(weight)?;
         window.set_params(self.params());
-        window.set_virtual_flows(self.decrease.virtual_flows(self.n));
+        window.set_virtual_flows(self.config.decrease.virtual_flows(self.config.n));
         Ok(())
+    }
+
+    fn on_lost(&mut self, window: &mut CubicWindow, began_event: bool, ended_slow_start: bool) {
+        if !began_event {
+            self.losses.on_further_loss();
+            return;
+        }
+        self.losses.on_event(ended_slow_start);
+        // The event has just ended the epoch, so new constants restart none.
+        let params = self.params();
+        if window.params() != params {
+            window.set_params(params);
+        }
     }
 }
 
 /// The MulCUBIC(N) controller: a CUBIC window with N flows' constants.
-pub type MulCubic = SingleWindow<CubicWindow, MulCubicConfig>;
+pub type MulCubic = SingleWindow<CubicWindow, MulCubicAlgorithm>;
 
 impl MulCubic {
     /// MulCUBIC(N) as configured.
     pub fn new(config: MulCubicConfig, params: &Params) -> Self {
-        let mut window = CubicWindow::new(config.params(), params);
-        window.set_virtual_flows(config.decrease.virtual_flows(config.n));
-        SingleWindow::around(window, config, params)
+        let algorithm = MulCubicAlgorithm { config, losses: LossesPerEvent::default() };
+        let mut window = CubicWindow::new(algorithm.params(), params);
+        window.set_virtual_flows(algorithm.config.decrease.virtual_flows(algorithm.config.n));
+        SingleWindow::around(window, algorithm, params)
     }
 
     /// The parameters in use.
     pub fn config(&self) -> &MulCubicConfig {
-        self.algorithm()
+        &self.algorithm().config
     }
 }
 
@@ -472,6 +534,29 @@ mod tests {
     }
 
     #[test]
+    fn below_one_flowshare_events_that_lose_several_packets_raise_the_growth() {
+        // The last event begins after slow start's (one loss) and two of
+        // three, and has lost one so far: (1 + 3 + 3 + 1) / 4 per event.
+        let after_events_of = |spec: &str, losses: usize| {
+            let mut host = Host::new(mulcubic(spec));
+            for _ in 0..4 {
+                let numbers: Vec<u64> = host.send(20).collect();
+                let (lost, acked) = numbers.split_at(losses);
+                host.event(acked, lost);
+            }
+            host.controller.loss_window().params()
+        };
+        let ratio = crate::equations::thinning_ratio(0.5, 2.0);
+        let thinned = after_events_of("mulcubic:n=0.5", 3);
+        let plain = cubic_flow_params(0.5);
+        assert!(ratio > 1.2, "{ratio}");
+        assert!(close(thinned.alpha, plain.alpha * ratio, 1e-12) && close(thinned.c, plain.c * ratio.powi(3), 1e-12));
+        assert_eq!(thinned.beta, plain.beta);
+        assert_eq!(after_events_of("mulcubic:n=0.5", 1), plain);
+        assert_eq!(after_events_of("mulcubic:n=0.5,thinning=paper", 3), plain);
+    }
+
+    #[test]
     fn weight_change_keeps_the_window_and_changes_the_constants() {
         let mut host = Host::new(mulcubic("mulcubic:n=4,decrease=paper"));
         host.round();
@@ -502,7 +587,7 @@ mod tests {
             .parse::<Spec>()
             .unwrap_err()
             .to_string()
-            .contains("a is not a known key (accepted: n, decrease, pacing)"));
+            .contains("a is not a known key (accepted: n, decrease, pacing, thinning)"));
     }
 
     #[test]

@@ -14,7 +14,12 @@
 //!   N <= 1/2). Eq. (5) with b fixed at TCP's 1/2 gives `a = 3N²b / (2 - b) =
 //!   N²`, so the default is AIMD(N², 1/2): it backs off like one TCP flow and
 //!   grows N² packets per RTT, which by eq. (2) is worth exactly N
-//!   flowshares. It meets AIMD(N, 1/2N) continuously at N = 1.
+//!   flowshares. It meets AIMD(N, 1/2N) continuously at N = 1. That holds
+//!   at the loss event rate a full flow sees; the window sees more when
+//!   events lose several packets, so by default (`thinning=undo`) its
+//!   increase is raised by the ratio of the two, found from its own
+//!   losses per event ([`crate::thinning`]): AIMD(N² R, 1/2), with R = 1
+//!   for single losses. `thinning=paper` keeps AIMD(N², 1/2).
 //! * **Slow start**: three packets per acknowledged packet (window growth of
 //!   two) until the window reaches what N TCP flows reach together, then
 //!   standard slow start. Starting from the same initial window IW, MulTCP
@@ -52,12 +57,16 @@ use std::sync::Arc;
 use crate::aimd::Aimd;
 use crate::controller::Controller;
 use crate::controller::Params;
+use crate::equations::thinning_ratio;
 use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
 use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
+use crate::thinning::LossesPerEvent;
+use crate::thinning::Thinning;
+use crate::thinning::THINNINGS;
 use crate::window::Decrease;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
@@ -91,6 +100,8 @@ pub struct MulTcpConfig {
     pub decrease: Decrease,
     /// How the connection spaces its packets.
     pub pacing: Pacing,
+    /// Which loss event rate the window answers below one flowshare.
+    pub thinning: Thinning,
     choice: PairChoice,
 }
 
@@ -102,6 +113,7 @@ impl MulTcpConfig {
             aimd: Aimd::STANDARD,
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
+            thinning: Thinning::Undo,
             choice: PairChoice::Default,
         }
     }
@@ -114,6 +126,7 @@ impl MulTcpConfig {
             aimd: default_pair(n),
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
+            thinning: Thinning::Undo,
             choice: PairChoice::Default,
         })
     }
@@ -134,6 +147,7 @@ impl MulTcpConfig {
             aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
+            thinning: Thinning::Undo,
             choice: PairChoice::Increase,
         })
     }
@@ -150,6 +164,7 @@ impl MulTcpConfig {
             aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
+            thinning: Thinning::Undo,
             choice: PairChoice::Decrease,
         })
     }
@@ -161,7 +176,19 @@ impl MulTcpConfig {
             PairChoice::Increase => MulTcpConfig::with_increase(n, self.aimd.increase),
             PairChoice::Decrease => MulTcpConfig::with_decrease(n, self.aimd.decrease),
         }?;
-        Ok(MulTcpConfig { decrease: self.decrease, pacing: self.pacing, ..config })
+        Ok(MulTcpConfig { decrease: self.decrease, pacing: self.pacing, thinning: self.thinning, ..config })
+    }
+
+    /// The AIMD pair of a window whose loss events lose `losses_per_event`
+    /// packets on average: below one flowshare with `thinning=undo`, the
+    /// increase times [`thinning_ratio`]; otherwise the configured pair.
+    pub fn thinned_aimd(&self, losses_per_event: f64) -> Aimd {
+        match self.thinning {
+            Thinning::Undo if self.n < 1.0 => {
+                Aimd { increase: self.aimd.increase * thinning_ratio(self.n, losses_per_event), ..self.aimd }
+            }
+            _ => self.aimd,
+        }
     }
 
     /// The number of virtual flows losses are attributed to: N with
@@ -193,8 +220,9 @@ impl AlgorithmConfig for MulTcpConfig {
         let n = args.weight(Range::WEIGHT)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let config = MulTcpConfig::pair_from_args(n, args)?;
-        Ok(MulTcpConfig { decrease, pacing, ..config })
+        Ok(MulTcpConfig { decrease, pacing, thinning, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -253,6 +281,9 @@ impl fmt::Display for MulTcpConfig {
         if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
+        if self.thinning != Thinning::Undo {
+            write!(f, ",thinning={}", self.thinning.name())?;
+        }
         Ok(())
     }
 }
@@ -284,6 +315,8 @@ pub struct MulTcpAlgorithm {
     config: MulTcpConfig,
     /// Initial window, bytes: the base of the rapid slow start threshold.
     initial_window: f64,
+    /// Packets lost per loss event, for `thinning=undo` below one flowshare.
+    losses: LossesPerEvent,
 }
 
 impl MulTcpAlgorithm {
@@ -294,7 +327,7 @@ impl MulTcpAlgorithm {
 
     /// Gives `window` the rules of `self.config`.
     fn shape(&self, window: &mut WindowLoop) {
-        window.set_aimd(self.config.aimd);
+        window.set_aimd(self.config.thinned_aimd(self.losses.mean()));
         window.set_rapid_slow_start(self.config.rapid_slow_start_until(self.initial_window));
         window.set_collapse_ssthresh_factor(self.config.timeout_ssthresh_factor());
         window.set_virtual_flows(self.config.virtual_flows());
@@ -322,6 +355,15 @@ impl WindowAlgorithm<WindowLoop> for MulTcpAlgorithm {
         self.shape(window);
         Ok(())
     }
+
+    fn on_lost(&mut self, window: &mut WindowLoop, began_event: bool, ended_slow_start: bool) {
+        if began_event {
+            self.losses.on_event(ended_slow_start);
+            window.set_aimd(self.config.thinned_aimd(self.losses.mean()));
+        } else {
+            self.losses.on_further_loss();
+        }
+    }
 }
 
 /// The MulTCP(N) controller.
@@ -336,7 +378,7 @@ impl MulTcp {
     /// MulTCP with another name in snapshots (the reference NewReno).
     pub(crate) fn named(name: &'static str, config: MulTcpConfig, params: &Params) -> Self {
         let initial_window = (params.initial_window_packets * params.max_datagram_size) as f64;
-        let algorithm = MulTcpAlgorithm { name, config, initial_window };
+        let algorithm = MulTcpAlgorithm { name, config, initial_window, losses: LossesPerEvent::default() };
         let mut window = WindowLoop::new(algorithm.config.aimd, params);
         algorithm.shape(&mut window);
         SingleWindow::around(window, algorithm, params)
@@ -436,6 +478,33 @@ mod tests {
         let config = multcp("multcp:n=0.5").config().clone();
         assert_eq!(config.aimd, Aimd { increase: 0.25, decrease: 0.5 });
         assert!((config.aimd.flowshares() - 0.5).abs() < 1e-12);
+    }
+
+    /// The increase after slow start's loss event and three more events of
+    /// `losses` packets each.
+    fn increase_after_events_of(spec: &str, losses: usize) -> f64 {
+        let mut controller = multcp(spec);
+        let mut host = Host::new(&mut controller);
+        for _ in 0..4 {
+            let numbers: Vec<u64> = host.send(20).collect();
+            let (lost, acked) = numbers.split_at(losses);
+            host.event(acked, lost);
+        }
+        controller.loss_window().aimd().increase
+    }
+
+    #[test]
+    fn below_one_flowshare_events_that_lose_several_packets_raise_the_increase() {
+        // The last event begins after slow start's (one loss) and two of
+        // three, and has lost one so far: (1 + 3 + 3 + 1) / 4 per event.
+        let raised = 0.25 * crate::equations::thinning_ratio(0.5, 2.0);
+        assert!(raised > 0.3, "{raised}");
+        assert!((increase_after_events_of("multcp:n=0.5", 3) - raised).abs() < 1e-12);
+        // Single losses thin evenly; the paper's pair answers its own rate.
+        assert_eq!(increase_after_events_of("multcp:n=0.5", 1), 0.25);
+        assert_eq!(increase_after_events_of("multcp:n=0.5,thinning=paper", 3), 0.25);
+        assert_eq!(increase_after_events_of("multcp:n=1", 3), 1.0);
+        assert_eq!("multcp:n=0.5,thinning=paper".parse::<Spec>().unwrap().to_string(), "multcp:n=0.5,thinning=paper");
     }
 
     #[test]

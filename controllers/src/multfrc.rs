@@ -196,9 +196,9 @@ use crate::window::MINIMUM_WINDOW_PACKETS;
 
 mod config;
 
+pub use crate::thinning::Thinning;
 pub use config::FlowsHit;
 pub use config::MulTfrcConfig;
-pub use config::Thinning;
 pub use config::B_RANGE;
 pub use config::T_MBI_RANGE;
 

@@ -80,7 +80,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multcp:n=4,a=2,pacing=even",
-        paper: Some("decrease=paper,pacing=even"),
+        paper: Some("decrease=paper,pacing=even,thinning=paper"),
         parse: parse::<MulTcpConfig>,
     },
     Algorithm {
@@ -116,7 +116,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "pa-multcp:n=4,assign=interleave,probe=cubic",
-        paper: Some("probe=reno,assign=consecutive,cap=paper,pacing=even"),
+        paper: Some("probe=reno,assign=consecutive,cap=paper,pacing=even,thinning=paper"),
         parse: parse::<PaMulTcpConfig>,
     },
     Algorithm {
@@ -128,7 +128,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "mulcubic:n=4,pacing=even",
-        paper: Some("decrease=paper,pacing=even"),
+        paper: Some("decrease=paper,pacing=even,thinning=paper"),
         parse: parse::<MulCubicConfig>,
     },
     Algorithm {
@@ -243,7 +243,7 @@ mod tests {
         assert!(error("multcp:n=NaN").contains("n = NaN is out of range"));
         assert!(error("multcp:n=inf").contains("n = inf is out of range"));
         assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
-        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, decrease, pacing, a, b)"));
+        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, decrease, pacing, thinning, a, b)"));
         assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
         assert!(error("multcp:n").contains("has no value"));
         assert!(error("bbr9").contains("algorithm \"bbr9\" is not a known algorithm"));

@@ -444,6 +444,14 @@ pub trait WindowAlgorithm<W>: Debug + Send + Sync {
     fn pacing(&self) -> Pacing {
         Pacing::Even
     }
+
+    /// A packet was lost after `window` took it: `began_event` when the
+    /// loss started a loss event, `ended_slow_start` when that event ended
+    /// slow start. Algorithms that follow their losses per event (below
+    /// one flowshare, [`crate::thinning`]) reshape `window` here.
+    fn on_lost(&mut self, window: &mut W, began_event: bool, ended_slow_start: bool) {
+        let _ = (window, began_event, ended_slow_start);
+    }
 }
 
 /// An unweighted algorithm known by its name alone (the reference CUBIC).
@@ -521,9 +529,12 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
             self.window.on_acked(packet.number, packet.bytes, event.now, event.rtt.smoothed, may_grow);
         }
         for packet in event.lost.iter().filter(|packet| packet.bytes > 0) {
-            if self.window.on_lost(packet.number) {
+            let in_slow_start = self.window.in_slow_start();
+            let began_event = self.window.on_lost(packet.number);
+            if began_event {
                 self.counters.loss_events += 1;
             }
+            self.algorithm.on_lost(&mut self.window, began_event, in_slow_start);
         }
     }
 

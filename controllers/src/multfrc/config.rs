@@ -14,6 +14,8 @@ use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
 use crate::spec::AlgorithmConfig;
+use crate::thinning::Thinning;
+use crate::thinning::THINNINGS;
 
 /// Accepted values of `b`: TCP acknowledges every packet (1) or every
 /// second one with delayed acknowledgements (2) (RFC 5348 section 3.1).
@@ -53,22 +55,6 @@ impl FlowsHit {
 
 /// The values of `flows_hit`.
 const FLOWS_HIT: [(&str, FlowsHit); 2] = [("all", FlowsHit::All), ("paper", FlowsHit::Paper)];
-
-/// Which loss event rate the equation takes below one flowshare (n < 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Thinning {
-    /// The full flow's (default): the sender's packets are a fraction n of
-    /// a full flow's, which sees fewer loss events per packet than the
-    /// sender does when an event loses several packets
-    /// ([`crate::equations::full_flow_loss_event_rate`]). MulTFRC(0.5) took
-    /// 0.79-0.87 of its share with the sender's own rate in the lab.
-    Undo,
-    /// The sender's own, as paper 004 (`thinning=paper`).
-    Paper,
-}
-
-/// The values of `thinning`.
-const THINNING: [(&str, Thinning); 2] = [("undo", Thinning::Undo), ("paper", Thinning::Paper)];
 
 /// The parameters of MulTFRC(n).
 #[derive(Clone, Debug, PartialEq)]
@@ -142,7 +128,7 @@ impl AlgorithmConfig for MulTfrcConfig {
         let t_mbi = args.real("t_mbi", T_MBI_RANGE)?.unwrap_or(Self::DEFAULT_T_MBI);
         let t_rto = args.real("t_rto", T_RTO_RANGE)?.unwrap_or(Self::DEFAULT_T_RTO);
         let flows_hit = args.choice("flows_hit", &FLOWS_HIT)?.unwrap_or(FlowsHit::All);
-        let thinning = args.choice("thinning", &THINNING)?.unwrap_or(Thinning::Undo);
+        let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let pacing = args.choice("pacing", &RATE_PACINGS)?.unwrap_or(Pacing::DEFAULT);
         Ok(MulTfrcConfig { n, b, t_mbi, t_rto, flows_hit, thinning, pacing })
     }
@@ -176,7 +162,7 @@ impl fmt::Display for MulTfrcConfig {
             write!(f, ",flows_hit={}", choice_name(&FLOWS_HIT, self.flows_hit))?;
         }
         if self.thinning != Thinning::Undo {
-            write!(f, ",thinning={}", choice_name(&THINNING, self.thinning))?;
+            write!(f, ",thinning={}", self.thinning.name())?;
         }
         if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;

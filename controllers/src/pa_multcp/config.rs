@@ -17,6 +17,8 @@ use crate::grammar::SpecError;
 use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
+use crate::thinning::Thinning;
+use crate::thinning::THINNINGS;
 
 /// How packets are assigned to the two loops (section 4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +71,8 @@ pub struct PaMulTcpConfig {
     pub cap: CapRule,
     /// How the connection spaces its packets.
     pub pacing: Pacing,
+    /// Which loss event rate the probe answers below one flowshare.
+    pub thinning: Thinning,
 }
 
 impl PaMulTcpConfig {
@@ -84,7 +88,14 @@ impl PaMulTcpConfig {
                 format!("= {n} is out of range; accepted range {range}{with}"),
             ));
         }
-        Ok(PaMulTcpConfig { n, assignment, probe, cap: PaMulTcpConfig::DEFAULT_CAP, pacing: Pacing::DEFAULT })
+        Ok(PaMulTcpConfig {
+            n,
+            assignment,
+            probe,
+            cap: PaMulTcpConfig::DEFAULT_CAP,
+            pacing: Pacing::DEFAULT,
+            thinning: Thinning::Undo,
+        })
     }
 
     /// The default assignment.
@@ -104,9 +115,18 @@ impl PaMulTcpConfig {
         PaMulTcpConfig { pacing, ..self }
     }
 
+    /// The same config answering the loss event rate `thinning` says below
+    /// one flowshare.
+    pub fn with_thinning(self, thinning: Thinning) -> Self {
+        PaMulTcpConfig { thinning, ..self }
+    }
+
     /// The same choices for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
-        Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?.with_cap(self.cap).with_pacing(self.pacing))
+        Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?
+            .with_cap(self.cap)
+            .with_pacing(self.pacing)
+            .with_thinning(self.thinning))
     }
 
     /// Whether there is an adjusting loop: N > 1.
@@ -141,14 +161,15 @@ impl PaMulTcpConfig {
 }
 
 impl AlgorithmConfig for PaMulTcpConfig {
-    /// Parses `n`, `assign`, `probe`, `cap` and `pacing`.
+    /// Parses `n`, `assign`, `probe`, `cap`, `pacing` and `thinning`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let assignment = args.choice("assign", &ASSIGNMENTS)?.unwrap_or(PaMulTcpConfig::DEFAULT_ASSIGNMENT);
         let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
         let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let n = args.weight(weight_range(probe))?;
-        Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap).with_pacing(pacing))
+        Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap).with_pacing(pacing).with_thinning(thinning))
     }
 
     fn weight(&self) -> f64 {
@@ -178,6 +199,9 @@ impl fmt::Display for PaMulTcpConfig {
         }
         if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
+        }
+        if self.thinning != Thinning::Undo {
+            write!(f, ",thinning={}", self.thinning.name())?;
         }
         Ok(())
     }

@@ -12,9 +12,11 @@ use super::config::ProbeKind;
 use crate::aimd::Aimd;
 use crate::controller::Params;
 use crate::cubic::CubicWindow;
-use crate::equations::cubic_flow_params;
 use crate::equations::cubic_loss_event_rate_at_epoch_window;
+use crate::equations::thinned_cubic_flow_params;
+use crate::equations::thinning_ratio;
 use crate::equations::CubicParams;
+use crate::thinning::Thinning;
 use crate::window::LossWindow;
 use crate::window::WindowLoop;
 
@@ -109,17 +111,18 @@ impl std::ops::DerefMut for ProbeLoop {
 impl ProbeLoop {
     pub(super) fn new(config: &PaMulTcpConfig, params: &Params) -> Self {
         match config.probe {
-            ProbeKind::Reno => ProbeLoop::Reno(WindowLoop::new(loop_pair(config.probe_flowshares()), params)),
-            ProbeKind::Cubic => ProbeLoop::Cubic(CubicWindow::new(probe_cubic_params(config), params)),
+            ProbeKind::Reno => ProbeLoop::Reno(WindowLoop::new(probe_pair(config, 1.0), params)),
+            ProbeKind::Cubic => ProbeLoop::Cubic(CubicWindow::new(probe_cubic_params(config, 1.0), params)),
         }
     }
 
-    /// Follows a weight change: the probe is one flow, or N below one.
-    pub(super) fn reweight(&mut self, config: &PaMulTcpConfig) {
+    /// Follows a weight change, or below one flowshare a change of the
+    /// probe's losses per event: the probe is one flow, or N below one.
+    pub(super) fn reweight(&mut self, config: &PaMulTcpConfig, losses_per_event: f64) {
         match self {
-            ProbeLoop::Reno(window) => window.set_aimd(loop_pair(config.probe_flowshares())),
+            ProbeLoop::Reno(window) => window.set_aimd(probe_pair(config, losses_per_event)),
             ProbeLoop::Cubic(window) => {
-                let params = probe_cubic_params(config);
+                let params = probe_cubic_params(config, losses_per_event);
                 // Changing the constants restarts the CUBIC epoch; only do it
                 // when they change.
                 if window.params() != params {
@@ -192,7 +195,24 @@ impl Ledger {
     }
 }
 
+/// How many times the full flow's loss event rate the probe sees when its
+/// loss events lose `losses_per_event` packets ([`crate::thinning`]): above
+/// 1 only below one flowshare with `thinning=undo`.
+fn probe_thinning_ratio(config: &PaMulTcpConfig, losses_per_event: f64) -> f64 {
+    match config.thinning {
+        Thinning::Undo => thinning_ratio(config.probe_flowshares(), losses_per_event),
+        Thinning::Paper => 1.0,
+    }
+}
+
+/// The Reno probe's pair: one flow, MulTCP(N)'s AIMD(N² R, 1/2) below one
+/// flowshare.
+fn probe_pair(config: &PaMulTcpConfig, losses_per_event: f64) -> Aimd {
+    let pair = loop_pair(config.probe_flowshares());
+    Aimd { increase: pair.increase * probe_thinning_ratio(config, losses_per_event), ..pair }
+}
+
 /// The probe's CUBIC constants: one flow, MulCUBIC(N) below one flowshare.
-fn probe_cubic_params(config: &PaMulTcpConfig) -> CubicParams {
-    cubic_flow_params(config.probe_flowshares())
+fn probe_cubic_params(config: &PaMulTcpConfig, losses_per_event: f64) -> CubicParams {
+    thinned_cubic_flow_params(config.probe_flowshares(), probe_thinning_ratio(config, losses_per_event))
 }

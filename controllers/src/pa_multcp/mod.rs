@@ -113,8 +113,11 @@
 //! * **N = 1**: no adjusting loop; the probe loop alone is RFC 9002 NewReno,
 //!   and `p` is still measured and reported.
 //! * **N < 1** (scavenger): no adjusting loop, and the probe loop itself is
-//!   AIMD(N², 1/2), worth N flowshares by eq. (5). Its `p` is that of a
-//!   smaller-than-standard flow: it is reported, and used again if N rises.
+//!   AIMD(N², 1/2), worth N flowshares by eq. (5) (MulCUBIC(N) with a CUBIC
+//!   probe), its growth raised by default by the extra loss events a
+//!   fraction of a flow sees (`thinning=undo`, [`crate::thinning`]). Its
+//!   `p` is that of a smaller-than-standard flow: it is reported, and used
+//!   again if N rises.
 //!
 //! Initial windows: the probe loop starts at the host's IW, the adjusting
 //! loop at `IW · min(N', 1)` (at least 2 packets), so the connection never
@@ -413,13 +416,25 @@ impl PaMulTcp {
             self.on_probe_epoch_end(now);
         }
         let first = !self.loss_intervals.has_history();
-        if self.loss_intervals.on_lost(number, self.smoothed_rtt) == LossOutcome::NewEvent && first {
-            // The path held about half the window slow start reached by the
-            // time the loss was detected.
-            let segments = (window / self.max_datagram_size as f64 / 2.0).max(MINIMUM_WINDOW_PACKETS);
-            let p = self.probe.loss_event_rate_at_epoch_window(segments, self.smoothed_rtt);
-            self.loss_intervals.seed(1.0 / p);
+        if self.loss_intervals.on_lost(number, self.smoothed_rtt) == LossOutcome::NewEvent {
+            if first {
+                // The path held about half the window slow start reached by
+                // the time the loss was detected.
+                let segments = (window / self.max_datagram_size as f64 / 2.0).max(MINIMUM_WINDOW_PACKETS);
+                let p = self.probe.loss_event_rate_at_epoch_window(segments, self.smoothed_rtt);
+                self.loss_intervals.seed(1.0 / p);
+            }
+            if self.config.n < 1.0 {
+                // Below one flowshare the probe answers the full flow's loss
+                // event rate (`thinning`), which its losses per event tell.
+                self.probe.reweight(&self.config, self.probe_losses_per_event());
+            }
         }
+    }
+
+    /// The probe's packets lost per loss event, 1 before its first event.
+    fn probe_losses_per_event(&self) -> f64 {
+        self.loss_intervals.losses_per_event().unwrap_or(1.0)
     }
 
     /// A probe loss event ended the probe's epoch: the averages move on and
@@ -577,7 +592,7 @@ impl Controller for PaMulTcp {
     fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
         self.config = self.config.reweighted(weight)?;
         self.gaps.set_weight(weight);
-        self.probe.reweight(&self.config);
+        self.probe.reweight(&self.config, self.probe_losses_per_event());
         self.update_adjusting();
         Ok(())
     }

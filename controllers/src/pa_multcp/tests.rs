@@ -454,7 +454,7 @@ fn spec_keys_and_errors() {
     assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
-    assert!(error("pa-multcp:m=1").contains("m is not a known key (accepted: assign, probe, cap, pacing, n)"));
+    assert!(error("pa-multcp:m=1").contains("m is not a known key (accepted: assign, probe, cap, pacing, thinning, n)"));
 }
 
 proptest! {

@@ -151,7 +151,10 @@ mod tests {
     #[test]
     fn the_mixes_share_a_50_packet_queue_of_either_discipline() {
         let plan = plan(&Options { quick: true, ..Default::default() }).unwrap();
-        assert_eq!((plan.spec.as_str(), plan.n, plan.rate), ("multcp:n=2,decrease=paper,pacing=even", 2.0, 2.0));
+        assert_eq!(
+            (plan.spec.as_str(), plan.n, plan.rate),
+            ("multcp:n=2,decrease=paper,pacing=even,thinning=paper", 2.0, 2.0)
+        );
         for (scenario, (queue, standard, weighted, _)) in plan.scenarios.iter().zip(MIXES) {
             let link = &scenario.links[0];
             assert_eq!((link.queue.as_str(), link.buffer_packets, link.buffer_bdp), (queue, Some(50), None));

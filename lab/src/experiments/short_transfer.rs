@@ -231,7 +231,10 @@ mod tests {
         assert!(raised.resolve().is_ok());
         assert_eq!((cases[0].controller.as_str(), cases[0].size_kb), ("pa-multcp", 10.0));
         let aggregate = &inside.flows[1];
-        assert_eq!(aggregate.cc.as_deref(), Some("pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even"));
+        assert_eq!(
+            aggregate.cc.as_deref(),
+            Some("pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even,thinning=paper")
+        );
         assert_eq!(
             (aggregate.join_bytes, aggregate.join_at_s, aggregate.join_share),
             (Some(10_000), Some(50.0), Some(5))

@@ -1,0 +1,132 @@
+//! Below one flowshare: a sender whose packets are a fraction `n < 1` of a
+//! full flow's sees more loss events per packet than the full flow does.
+//!
+//! An overflow that drops several of a full flow's packets is one loss
+//! event for it; a sender holding a random `n` of those packets misses the
+//! event only if it loses none of them, so it sees more than `n` of the
+//! full flow's events while sending `n` of its packets: `R` times the full
+//! flow's loss event rate per packet, 1 when every event loses one packet,
+//! towards `1/n` when events lose many ([`crate::equations::thinning_ratio`]).
+//! Response functions that make a window worth `n` flowshares at the full
+//! flow's loss event rate (MulTCP's AIMD(n², 1/2), MulCUBIC's `n⁴ C` and
+//! `n² α`) then give it less than `n` wherever overflows drop several
+//! packets at once, as at a drop-tail queue. In the lab scorecard (small
+//! paths, drop-tail, 2026-11-25) MulTCP(0.5) saw a loss event rate 1.47
+//! times its Reno peers' and took 0.84 of its share; PA-MulTCP and
+//! MulCUBIC, whose probe or window is a CUBIC window at n below one,
+//! 0.85-0.90.
+//!
+//! With `thinning=undo` (the default) the window controllers count the
+//! packets each of their loss events loses, `j`, averaged over the last
+//! eight events with TFRC's weights ([`LossesPerEvent`]; PA-MulTCP's probe
+//! takes the same mean from its loss intervals), find `R` from `j`, and
+//! grow so that at their own loss event rate they are worth `n` full flows
+//! at theirs: AIMD(n² R, 1/2) for a Reno window (its share goes with
+//! `sqrt(a / p)`), `R α` and `R³ C` for a CUBIC one (`sqrt(α / p)` in the
+//! Reno-friendly region, `C^(1/4) p^(-3/4)` in the cubic one). MulTFRC
+//! undoes the same thinning in its equation's loss event rate
+//! ([`crate::equations::full_flow_loss_event_rate`]) with a model that
+//! takes a fixed number of losses per full-flow event; it gives a larger
+//! `R` for the same `j`, and the windows with it overshot (1.02-1.19 of
+//! their share at N = 0.5 on the small paths, 4 seeds), where MulTFRC(0.5)
+//! still falls a little short (0.80-0.97).
+
+use crate::grammar::choice_name;
+use crate::loss_intervals::INTERVALS;
+use crate::loss_intervals::WEIGHTS;
+
+/// Which loss event rate a sender below one flowshare (n < 1) answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Thinning {
+    /// The full flow's (default): the sender's packets are a fraction n of
+    /// a full flow's, which sees fewer loss events per packet than the
+    /// sender does when an event loses several packets (module docs).
+    Undo,
+    /// The sender's own, as the papers' response functions assume
+    /// (`thinning=paper`).
+    Paper,
+}
+
+/// The values of the `thinning` key.
+pub const THINNINGS: [(&str, Thinning); 2] = [("undo", Thinning::Undo), ("paper", Thinning::Paper)];
+
+impl Thinning {
+    /// The key's text, for specs.
+    pub fn name(self) -> &'static str {
+        choice_name(&THINNINGS, self)
+    }
+}
+
+/// The packets lost per loss event, over the last [`INTERVALS`] events with
+/// TFRC's weights (RFC 5348 section 5.4), the most recent first and the
+/// one in progress with its losses so far (the windows read the mean as an
+/// event begins, when it has lost one). The event that ends slow start
+/// counts as one loss, as in [`crate::loss_intervals`]: its losses are slow
+/// start's overshoot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LossesPerEvent {
+    /// Losses of the event in progress, then of the closed ones, most
+    /// recent first; the first `len` are in use.
+    events: [u32; INTERVALS],
+    len: usize,
+    /// Whether the event in progress ended slow start.
+    slow_start_event: bool,
+}
+
+impl LossesPerEvent {
+    /// A loss started an event; `ended_slow_start` when the window was in
+    /// slow start until it.
+    pub fn on_event(&mut self, ended_slow_start: bool) {
+        self.events.rotate_right(1);
+        self.events[0] = 1;
+        self.len = (self.len + 1).min(INTERVALS);
+        self.slow_start_event = ended_slow_start;
+    }
+
+    /// Another packet of the event in progress was lost.
+    pub fn on_further_loss(&mut self) {
+        if self.len > 0 && !self.slow_start_event {
+            self.events[0] += 1;
+        }
+    }
+
+    /// The weighted mean of the losses per event, 1 before any.
+    pub fn mean(&self) -> f64 {
+        let (total, weights) = self.events[..self.len]
+            .iter()
+            .zip(WEIGHTS)
+            .fold((0.0, 0.0), |(total, weights), (&losses, w)| (total + w * losses as f64, weights + w));
+        if weights > 0.0 {
+            total / weights
+        } else {
+            1.0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn losses_are_averaged_per_event_with_tfrc_weights() {
+        let mut losses = LossesPerEvent::default();
+        assert_eq!(losses.mean(), 1.0);
+        // Slow start's event loses five packets and counts one.
+        losses.on_event(true);
+        (0..4).for_each(|_| losses.on_further_loss());
+        assert_eq!(losses.mean(), 1.0);
+        // Then an event of 3 losses, and one that has lost 1 so far.
+        losses.on_event(false);
+        (0..2).for_each(|_| losses.on_further_loss());
+        losses.on_event(false);
+        assert!((losses.mean() - 5.0 / 3.0).abs() < 1e-12);
+        // Only the last eight events count, weighted 1, 1, 1, 1, 0.8, 0.6,
+        // 0.4, 0.2 from the most recent: four of two losses after four of one.
+        for losses_in_event in [1, 1, 1, 1, 2, 2, 2, 2] {
+            losses.on_event(false);
+            (1..losses_in_event).for_each(|_| losses.on_further_loss());
+        }
+        assert!((losses.mean() - (4.0 * 2.0 + 2.0) / 6.0).abs() < 1e-12, "{}", losses.mean());
+    }
+}
