@@ -240,20 +240,7 @@ pub fn full_flow_loss_event_rate(n: f64, p: f64, j: f64) -> f64 {
     // Losses per event the sender sees when the full flow's lose `k`:
     // 1 at k = 1, growing without bound.
     let seen = |k: f64| n * k / (1.0 - miss.powf(k));
-    let mut high = 2.0f64;
-    while seen(high) < j && high < 1e9 {
-        high *= 2.0;
-    }
-    let mut low = 1.0f64;
-    for _ in 0..100 {
-        let middle = 0.5 * (low + high);
-        if seen(middle) < j {
-            low = middle;
-        } else {
-            high = middle;
-        }
-    }
-    let k = 0.5 * (low + high);
+    let k = solve_increasing(seen, j, 1.0, 2.0);
     p * n / (1.0 - miss.powf(k))
 }
 
@@ -280,21 +267,26 @@ pub fn thinning_ratio(n: f64, j: f64) -> f64 {
     // Losses per event the sender sees when it holds `x = nλ` on average:
     // 1 as x tends to 0, growing without bound.
     let seen = |x: f64| x / (1.0 - (-x).exp());
-    let mut high = 1.0f64;
-    while seen(high) < j && high < 1e9 {
+    let x = solve_increasing(seen, j, 0.0, 1.0);
+    (1.0 - (-x).exp()) / (n * (1.0 - (-x / n).exp()))
+}
+
+/// Where the increasing function `f` reaches `target` above `low`, by
+/// bisection: the upper end starts at `high` and doubles until `f` passes
+/// the target (or reaches 10⁹).
+fn solve_increasing(f: impl Fn(f64) -> f64, target: f64, mut low: f64, mut high: f64) -> f64 {
+    while f(high) < target && high < 1e9 {
         high *= 2.0;
     }
-    let mut low = 0.0f64;
     for _ in 0..100 {
         let middle = 0.5 * (low + high);
-        if seen(middle) < j {
+        if f(middle) < target {
             low = middle;
         } else {
             high = middle;
         }
     }
-    let x = 0.5 * (low + high);
-    (1.0 - (-x).exp()) / (n * (1.0 - (-x / n).exp()))
+    0.5 * (low + high)
 }
 
 /// The expected number of `n` equal flows that `k` lost packets hit when
