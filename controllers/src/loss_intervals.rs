@@ -290,13 +290,9 @@ impl LossIntervals {
 
     /// The weighted mean of the closed intervals alone, with their discounts.
     fn closed_mean(&self) -> f64 {
-        let (total, weights) = self
-            .closed
-            .iter()
-            .zip(WEIGHTS)
-            .fold((0.0, 0.0), |(total, weights), (interval, w)| {
-                (total + w * interval.discount * interval.length, weights + w * interval.discount)
-            });
+        let (total, weights) = self.closed.iter().zip(WEIGHTS).fold((0.0, 0.0), |(total, weights), (interval, w)| {
+            (total + w * interval.discount * interval.length, weights + w * interval.discount)
+        });
         total / weights
     }
 
@@ -346,11 +342,16 @@ impl LossIntervals {
     /// current event and the closed ones, once there has been a loss event.
     pub fn losses_per_event(&self) -> Option<f64> {
         let current = self.current?;
-        let counts = std::iter::once(current.losses as f64).chain(self.closed.iter().map(|i| i.losses as f64));
-        let (total, weights) =
-            counts.zip(WEIGHTS).fold((0.0, 0.0), |(total, weights), (losses, w)| (total + w * losses, weights + w));
-        Some(total / weights)
+        weighted_mean(std::iter::once(current.losses as f64).chain(self.closed.iter().map(|i| i.losses as f64)))
     }
+}
+
+/// The mean of per-event loss counts, most recent first, with [`WEIGHTS`]
+/// (counts beyond the eighth are ignored); `None` without any.
+pub fn weighted_mean(losses: impl Iterator<Item = f64>) -> Option<f64> {
+    let (total, weights) =
+        losses.zip(WEIGHTS).fold((0.0, 0.0), |(total, weights), (losses, w)| (total + w * losses, weights + w));
+    (weights > 0.0).then(|| total / weights)
 }
 
 #[cfg(test)]

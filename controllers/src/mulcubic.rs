@@ -128,9 +128,7 @@ use std::sync::Arc;
 use crate::controller::Controller;
 use crate::controller::Params;
 use crate::cubic::CubicWindow;
-use crate::equations::cubic_flow_params;
 use crate::equations::thinned_cubic_flow_params;
-use crate::equations::thinning_ratio;
 use crate::equations::CubicParams;
 use crate::equations::CUBIC_WEIGHT;
 use crate::grammar::Args;
@@ -173,7 +171,7 @@ impl MulCubicConfig {
     /// flowshare, one flow's `C` (scaled by the flows each loss event hits,
     /// [`CubicWindow::set_virtual_flows`]), `β_N`, and N times one flow's
     /// Reno-friendly growth; otherwise the constants of one decrease per
-    /// event ([`cubic_flow_params`]), which below one flowshare
+    /// event ([`crate::equations::cubic_flow_params`]), which below one flowshare
     /// `thinning=undo` raises for a window whose loss events lose
     /// `losses_per_event` packets on average ([`thinned_cubic_flow_params`]).
     pub fn params(&self, losses_per_event: f64) -> CubicParams {
@@ -187,10 +185,7 @@ impl MulCubicConfig {
                     ..one
                 }
             }
-            _ if self.thinning == Thinning::Undo => {
-                thinned_cubic_flow_params(self.n, thinning_ratio(self.n, losses_per_event))
-            }
-            _ => cubic_flow_params(self.n),
+            _ => thinned_cubic_flow_params(self.n, self.thinning.ratio(self.n, losses_per_event)),
         }
     }
 
@@ -322,6 +317,7 @@ mod tests {
     use crate::aimd::Aimd;
     use crate::controller::Controller;
     use crate::equations::cubic_average_window;
+    use crate::equations::cubic_flow_params;
     use crate::equations::cubic_loss_event_rate_at_epoch_window;
     use crate::spec::Spec;
     use crate::testing;

@@ -57,7 +57,6 @@ use std::sync::Arc;
 use crate::aimd::Aimd;
 use crate::controller::Controller;
 use crate::controller::Params;
-use crate::equations::thinning_ratio;
 use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
@@ -181,14 +180,11 @@ impl MulTcpConfig {
 
     /// The AIMD pair of a window whose loss events lose `losses_per_event`
     /// packets on average: below one flowshare with `thinning=undo`, the
-    /// increase times [`thinning_ratio`]; otherwise the configured pair.
+    /// increase times the thinning ratio ([`Thinning::ratio`]); otherwise
+    /// the configured pair.
     pub fn thinned_aimd(&self, losses_per_event: f64) -> Aimd {
-        match self.thinning {
-            Thinning::Undo if self.n < 1.0 => {
-                Aimd { increase: self.aimd.increase * thinning_ratio(self.n, losses_per_event), ..self.aimd }
-            }
-            _ => self.aimd,
-        }
+        let ratio = self.thinning.ratio(self.n, losses_per_event);
+        Aimd { increase: self.aimd.increase * ratio, ..self.aimd }
     }
 
     /// The number of virtual flows losses are attributed to: N with

@@ -31,9 +31,10 @@
 //! their share at N = 0.5 on the small paths, 4 seeds), where MulTFRC(0.5)
 //! still falls a little short (0.80-0.97).
 
+use crate::equations::thinning_ratio;
 use crate::grammar::choice_name;
+use crate::loss_intervals::weighted_mean;
 use crate::loss_intervals::INTERVALS;
-use crate::loss_intervals::WEIGHTS;
 
 /// Which loss event rate a sender below one flowshare (n < 1) answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +55,17 @@ impl Thinning {
     /// The key's text, for specs.
     pub fn name(self) -> &'static str {
         choice_name(&THINNINGS, self)
+    }
+
+    /// How many times the full flow's loss event rate a window of `n`
+    /// flowshares answers when its loss events lose `losses_per_event`
+    /// packets: [`thinning_ratio`] with `Undo` (1 at `n >= 1`), 1 with
+    /// `Paper`.
+    pub fn ratio(self, n: f64, losses_per_event: f64) -> f64 {
+        match self {
+            Thinning::Undo => thinning_ratio(n, losses_per_event),
+            Thinning::Paper => 1.0,
+        }
     }
 }
 
@@ -92,15 +104,7 @@ impl LossesPerEvent {
 
     /// The weighted mean of the losses per event, 1 before any.
     pub fn mean(&self) -> f64 {
-        let (total, weights) = self.events[..self.len]
-            .iter()
-            .zip(WEIGHTS)
-            .fold((0.0, 0.0), |(total, weights), (&losses, w)| (total + w * losses as f64, weights + w));
-        if weights > 0.0 {
-            total / weights
-        } else {
-            1.0
-        }
+        weighted_mean(self.events[..self.len].iter().map(|&losses| losses as f64)).unwrap_or(1.0)
     }
 }
 

@@ -14,9 +14,7 @@ use crate::controller::Params;
 use crate::cubic::CubicWindow;
 use crate::equations::cubic_loss_event_rate_at_epoch_window;
 use crate::equations::thinned_cubic_flow_params;
-use crate::equations::thinning_ratio;
 use crate::equations::CubicParams;
-use crate::thinning::Thinning;
 use crate::window::LossWindow;
 use crate::window::WindowLoop;
 
@@ -195,24 +193,16 @@ impl Ledger {
     }
 }
 
-/// How many times the full flow's loss event rate the probe sees when its
-/// loss events lose `losses_per_event` packets ([`crate::thinning`]): above
-/// 1 only below one flowshare with `thinning=undo`.
-fn probe_thinning_ratio(config: &PaMulTcpConfig, losses_per_event: f64) -> f64 {
-    match config.thinning {
-        Thinning::Undo => thinning_ratio(config.probe_flowshares(), losses_per_event),
-        Thinning::Paper => 1.0,
-    }
-}
-
 /// The Reno probe's pair: one flow, MulTCP(N)'s AIMD(N² R, 1/2) below one
 /// flowshare.
 fn probe_pair(config: &PaMulTcpConfig, losses_per_event: f64) -> Aimd {
     let pair = loop_pair(config.probe_flowshares());
-    Aimd { increase: pair.increase * probe_thinning_ratio(config, losses_per_event), ..pair }
+    let ratio = config.thinning.ratio(config.probe_flowshares(), losses_per_event);
+    Aimd { increase: pair.increase * ratio, ..pair }
 }
 
 /// The probe's CUBIC constants: one flow, MulCUBIC(N) below one flowshare.
 fn probe_cubic_params(config: &PaMulTcpConfig, losses_per_event: f64) -> CubicParams {
-    thinned_cubic_flow_params(config.probe_flowshares(), probe_thinning_ratio(config, losses_per_event))
+    let flowshares = config.probe_flowshares();
+    thinned_cubic_flow_params(flowshares, config.thinning.ratio(flowshares, losses_per_event))
 }

@@ -424,11 +424,10 @@ impl PaMulTcp {
                 let p = self.probe.loss_event_rate_at_epoch_window(segments, self.smoothed_rtt);
                 self.loss_intervals.seed(1.0 / p);
             }
-            if self.config.n < 1.0 {
-                // Below one flowshare the probe answers the full flow's loss
-                // event rate (`thinning`), which its losses per event tell.
-                self.probe.reweight(&self.config, self.probe_losses_per_event());
-            }
+            // Below one flowshare the probe answers the full flow's loss
+            // event rate (`thinning`), which its losses per event tell; at
+            // one flowshare or more its constants stay as they are.
+            self.probe.reweight(&self.config, self.probe_losses_per_event());
         }
     }
 
