@@ -33,6 +33,8 @@ const SPECS: &[&str] = &[
     "multcp:n=4",
     "pa-multcp:n=4",
     "mulcubic:n=4",
+    "mulcubic:n=4,decrease=per-flow",
+    "mulcubic:n=30",
     "multfrc:n=4",
     "ctcp",
     "mcompound:group=bench",

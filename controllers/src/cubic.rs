@@ -30,6 +30,7 @@ use std::time::Duration;
 use crate::controller::Controller;
 use crate::controller::Params;
 use crate::equations::CubicParams;
+use crate::flow_windows::FlowWindows;
 use crate::grammar::Args;
 use crate::grammar::SpecError;
 use crate::spec::AlgorithmConfig;
@@ -50,16 +51,8 @@ pub struct CubicWindow {
     window: f64,
     /// Slow start threshold, bytes.
     ssthresh: f64,
-    /// Window before the last decrease, bytes (`W_max`).
-    w_max: f64,
-    /// `W_max` before the last decrease, for fast convergence (bytes).
-    previous_w_max: f64,
-    /// Start of the current congestion avoidance epoch.
-    epoch_start: Option<Time>,
-    /// `K` of the current epoch, seconds.
-    k: f64,
-    /// Reno-friendly window estimate, bytes.
-    w_est: f64,
+    /// The congestion avoidance epoch.
+    epoch: CubicEpoch,
     /// Maximum datagram size, bytes.
     max_datagram_size: f64,
     /// Which packets were sent before the last decrease.
@@ -70,6 +63,102 @@ pub struct CubicWindow {
     virtual_flows: f64,
     /// The current loss event of a window standing for several flows.
     event: Option<LossEvent>,
+    /// Stands for this many flows with a window each from its first loss
+    /// event on ([`FlowWindows`], MulCUBIC's `decrease=windows`).
+    flow_windows_n: Option<f64>,
+    /// Those windows, once a loss event has split the window among them.
+    flow_windows: Option<FlowWindows>,
+}
+
+/// One CUBIC flow's congestion avoidance (RFC 9438 section 4): the epoch a
+/// loss event starts and the window's growth through it. [`CubicWindow`]
+/// runs one; [`FlowWindows`] one for each flow it stands for.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CubicEpoch {
+    /// Window before the last decrease, bytes (`W_max`).
+    w_max: f64,
+    /// `W_max` before the last decrease, for fast convergence (bytes).
+    previous_w_max: f64,
+    /// Start of the current epoch: the first acknowledgement after a decrease.
+    start: Option<Time>,
+    /// `K` of the current epoch, seconds.
+    k: f64,
+    /// Reno-friendly window estimate, bytes.
+    w_est: f64,
+}
+
+impl CubicEpoch {
+    /// Before any loss, for a window of `window` bytes.
+    pub(crate) fn new(window: f64) -> Self {
+        CubicEpoch { w_max: 0.0, previous_w_max: 0.0, start: None, k: 0.0, w_est: window }
+    }
+
+    /// The next acknowledgement starts a new epoch.
+    pub(crate) fn restart(&mut self) {
+        self.start = None;
+    }
+
+    /// The window, `window` bytes now, after `acked` bytes were acknowledged
+    /// at `now` in congestion avoidance with smoothed RTT `rtt`: it moves
+    /// towards `W_cubic(t + RTT)` with `params` but `C` = `cubic_c`, or
+    /// follows `W_est` where that is larger.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn grow(
+        &mut self,
+        window: f64,
+        params: &CubicParams,
+        cubic_c: f64,
+        acked: f64,
+        now: Time,
+        rtt: Duration,
+        mss: f64,
+    ) -> f64 {
+        let cubic = CubicParams { c: cubic_c, ..*params };
+        let epoch_start = *self.start.get_or_insert_with(|| {
+            // A new epoch starts at the current window.
+            if self.w_max < window {
+                self.w_max = window;
+            }
+            self.k = cubic.k(self.w_max / mss, window / mss);
+            self.w_est = window;
+            now
+        });
+        let t = now.saturating_duration_since(epoch_start).as_secs_f64();
+        let w_max_segments = self.w_max / mss;
+        let cubic_now = cubic.w_cubic(t, self.k, w_max_segments) * mss;
+        let target = (cubic.w_cubic(t + rtt.as_secs_f64(), self.k, w_max_segments) * mss).clamp(window, 1.5 * window);
+
+        let alpha = if self.w_est < self.w_max { params.alpha } else { params.alpha_above_w_max };
+        self.w_est += alpha * mss * acked / window;
+
+        if cubic_now < self.w_est {
+            self.w_est.max(window)
+        } else {
+            window + (target - window) * acked / window
+        }
+    }
+
+    /// A loss event at a window of `window` bytes: remembers `W_max`
+    /// (lowered by fast convergence below the previous one) and ends the
+    /// epoch. Returns the window the decrease leaves, `β` of it.
+    pub(crate) fn back_off(&mut self, window: f64, params: &CubicParams) -> f64 {
+        self.w_max = if params.fast_convergence && window < self.previous_w_max {
+            window * (1.0 + params.beta) / 2.0
+        } else {
+            window
+        };
+        self.previous_w_max = self.w_max;
+        self.start = None;
+        window * params.beta
+    }
+
+    /// Persistent congestion at a window of `window` bytes: it becomes
+    /// `W_max` and the epoch ends.
+    pub(crate) fn collapse(&mut self, window: f64) {
+        self.w_max = window;
+        self.previous_w_max = window;
+        self.start = None;
+    }
 }
 
 impl CubicWindow {
@@ -81,15 +170,13 @@ impl CubicWindow {
             params,
             window,
             ssthresh: f64::INFINITY,
-            w_max: 0.0,
-            previous_w_max: 0.0,
-            epoch_start: None,
-            k: 0.0,
-            w_est: window,
+            epoch: CubicEpoch::new(window),
             max_datagram_size,
             recovery: RecoveryPeriod::default(),
             virtual_flows: 1.0,
             event: None,
+            flow_windows_n: None,
+            flow_windows: None,
         }
     }
 
@@ -101,6 +188,17 @@ impl CubicWindow {
         self.virtual_flows = n.max(1.0);
     }
 
+    /// Makes the window stand for `n` flows with a window each (`Some`),
+    /// from the next loss event on, or for one (`None`). Windows already
+    /// split are split again among the new number of flows.
+    pub fn set_flow_windows(&mut self, n: Option<f64>) {
+        self.flow_windows_n = n;
+        self.flow_windows = match (n, &self.flow_windows) {
+            (Some(n), Some(windows)) => Some(FlowWindows::split(windows.total(), n, self.max_datagram_size)),
+            _ => None,
+        };
+    }
+
     /// The constants.
     pub fn params(&self) -> CubicParams {
         self.params
@@ -109,7 +207,7 @@ impl CubicWindow {
     /// Replaces the constants; the window is kept and the epoch restarts.
     pub fn set_params(&mut self, params: CubicParams) {
         self.params = params;
-        self.epoch_start = None;
+        self.epoch.restart();
     }
 
     /// Congestion window, bytes.
@@ -124,12 +222,12 @@ impl CubicWindow {
 
     /// `W_max`, bytes.
     pub fn w_max(&self) -> f64 {
-        self.w_max
+        self.epoch.w_max
     }
 
     /// `K` of the current epoch, seconds.
     pub fn k(&self) -> f64 {
-        self.k
+        self.epoch.k
     }
 
     /// Whether the window is in slow start.
@@ -170,6 +268,12 @@ impl CubicWindow {
             return;
         }
         let acked = bytes as f64;
+        if let Some(windows) = &mut self.flow_windows {
+            let mss = self.max_datagram_size;
+            windows.on_ack(number, acked, now, rtt, mss, self.recovery.in_recovery());
+            self.window = windows.total().max(self.minimum_window());
+            return;
+        }
         if self.recovery.sent_before_decrease(number) {
             // Of the virtual flows, only those the event hit are in
             // recovery: the others grow on, at their Reno-friendly pace.
@@ -184,36 +288,16 @@ impl CubicWindow {
             return;
         }
 
-        let mss = self.max_datagram_size;
         // The flows the last event hit regrow together: `C` times as many.
-        let params = CubicParams { c: self.params.c * self.flows_hit(), ..self.params };
-        let epoch_start = *self.epoch_start.get_or_insert_with(|| {
-            // A new epoch starts at the current window.
-            if self.w_max < self.window {
-                self.w_max = self.window;
-            }
-            self.k = params.k(self.w_max / mss, self.window / mss);
-            self.w_est = self.window;
-            now
-        });
-        let t = now.saturating_duration_since(epoch_start).as_secs_f64();
-        let w_max_segments = self.w_max / mss;
-        let cubic_now = params.w_cubic(t, self.k, w_max_segments) * mss;
-        let target =
-            (params.w_cubic(t + rtt.as_secs_f64(), self.k, w_max_segments) * mss).clamp(self.window, 1.5 * self.window);
-
-        let alpha = if self.w_est < self.w_max { self.params.alpha } else { self.params.alpha_above_w_max };
-        self.w_est += alpha * mss * acked / self.window;
-
-        if cubic_now < self.w_est {
-            self.window = self.w_est.max(self.window);
-        } else {
-            self.window += (target - self.window) * acked / self.window;
-        }
+        let cubic_c = self.params.c * self.flows_hit();
+        self.window = self.epoch.grow(self.window, &self.params, cubic_c, acked, now, rtt, self.max_datagram_size);
     }
 
     /// Packet `number` was lost; returns whether a loss event began.
     pub fn on_loss(&mut self, number: u64) -> bool {
+        if let Some(n) = self.flow_windows_n {
+            return self.on_flow_window_loss(number, n);
+        }
         if self.recovery.sent_before_decrease(number) {
             // Another loss of the event: with virtual flows it may hit one
             // more of them, while the event's recovery lasts.
@@ -229,29 +313,41 @@ impl CubicWindow {
             return false;
         }
         self.event = (self.virtual_flows > 1.0).then(|| LossEvent::start(self.window, self.virtual_flows));
-        let beta = self.params.beta;
-        self.w_max = if self.params.fast_convergence && self.window < self.previous_w_max {
-            self.window * (1.0 + beta) / 2.0
-        } else {
-            self.window
-        };
-        self.previous_w_max = self.w_max;
-        self.window = (self.window * beta).max(self.minimum_window());
+        self.window = self.epoch.back_off(self.window, &self.params).max(self.minimum_window());
         self.ssthresh = self.window;
-        self.epoch_start = None;
         self.recovery.start(Some(number));
         true
     }
 
+    /// A loss with a window for each of `n` flows: the first loss event
+    /// splits the window among them, and each loss backs off the flow it
+    /// falls to, once per event. Returns whether a loss event began.
+    fn on_flow_window_loss(&mut self, number: u64, n: f64) -> bool {
+        let began = !self.recovery.sent_before_decrease(number);
+        if !began && !self.recovery.in_recovery() {
+            return false;
+        }
+        let mss = self.max_datagram_size;
+        let window = self.window;
+        let windows = self.flow_windows.get_or_insert_with(|| FlowWindows::split(window, n, mss));
+        windows.on_loss(number, began, mss);
+        self.window = windows.total().max(self.minimum_window());
+        self.ssthresh = self.window;
+        if began {
+            self.recovery.start(Some(number));
+        }
+        began
+    }
+
     /// Persistent congestion: collapse to the minimum window.
     pub fn on_persistent_congestion(&mut self) {
-        self.w_max = self.window;
-        self.previous_w_max = self.w_max;
+        self.epoch.collapse(self.window);
         self.ssthresh = (self.window * self.params.beta).max(self.minimum_window());
         self.window = self.minimum_window();
-        self.epoch_start = None;
         self.recovery.start(None);
         self.event = None;
+        // Slow start is one flow's; the next loss event splits the window again.
+        self.flow_windows = None;
     }
 
     /// The virtual flows the last loss event hit (1 with none): they regrow

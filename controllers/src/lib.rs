@@ -17,13 +17,14 @@
 //! | [`reno`] | reference RFC 9002 NewReno (= MulTCP(1)) |
 //! | [`cubic`] | reference CUBIC, RFC 9438 |
 //! | [`pa_multcp`] | PA-MulTCP(N): probe loop + capped adjusting loop (paper 000 section 4), Reno or CUBIC probe |
-//! | [`mulcubic`] | MulCUBIC(N): one CUBIC window worth N CUBIC flows |
+//! | [`mulcubic`] | MulCUBIC(N): N CUBIC flows' windows in one connection |
 //! | [`multfrc`] | MulTFRC(n): TFRC (RFC 5348) with the throughput equation of n flows, a paced rate (paper 004) |
 //! | [`ctcp`] | Compound TCP: loss window + delay window (paper 003 section III-A) |
 //! | [`mcompound`] | MCompound: Compound TCP subflows coupled in a group (paper 003 section III-B) |
 //!
 //! Shared pieces: [`aimd`] (AIMD equations), [`window`] (the loss-based
-//! window loop), [`pacing`] (spacing a weighted connection's packets as
+//! window loop), [`flow_windows`] (a window for each flow a connection
+//! stands for), [`pacing`] (spacing a weighted connection's packets as
 //! its flows would arrive), [`loss_intervals`] (TFRC's loss event rate, measured on the
 //! sender), [`thinning`] (what a sender below one flowshare answers),
 //! [`equations`] (the TCP and n-flow throughput equations, CUBIC's window
@@ -44,6 +45,7 @@ pub mod ctcp;
 pub mod cubic;
 pub mod epoch_average;
 pub mod equations;
+pub mod flow_windows;
 pub mod grammar;
 pub mod loss_intervals;
 pub mod mcompound;

@@ -270,10 +270,9 @@ impl fmt::Display for MulTcpConfig {
             PairChoice::Increase => write!(f, ",a={}", self.aimd.increase),
             PairChoice::Decrease => write!(f, ",b={}", self.aimd.decrease),
         }?;
-        match self.decrease {
-            Decrease::PerFlow => Ok(()),
-            Decrease::Paper => f.write_str(",decrease=paper"),
-        }?;
+        if self.decrease != Decrease::PerFlow {
+            write!(f, ",decrease={}", self.decrease.name())?;
+        }
         if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }

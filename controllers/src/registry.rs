@@ -12,11 +12,11 @@
 //! |---|---|---|---|---|
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
-//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing` ([`crate::multcp`]) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
-//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing` ([`crate::pa_multcp`]) |
-//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing` ([`crate::mulcubic`]) |
+//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `thinning` ([`crate::pa_multcp`]) |
+//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning` ([`crate::mulcubic`]) |
 //! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
@@ -121,7 +121,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     },
     Algorithm {
         name: "mulcubic",
-        summary: "MulCUBIC(N): one CUBIC window worth N CUBIC flows (derived from RFC 9438)",
+        summary: "MulCUBIC(N): N CUBIC flows' windows in one connection (derived from RFC 9438)",
         weights: Some(CUBIC_WEIGHT),
         reweightable: true,
         delivery: Delivery::Window,

@@ -41,6 +41,7 @@ use crate::controller::Counters;
 use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
+use crate::grammar::choice_name;
 use crate::grammar::SpecError;
 use crate::pacing::Gaps;
 use crate::pacing::Pacing;
@@ -80,25 +81,44 @@ pub fn hit_window_bias(n: f64) -> f64 {
 /// How a loss event decreases a window that stands for several flows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decrease {
-    /// Once for each virtual flow the event's losses hit (default).
+    /// A window for each flow, each backing off when a loss falls to it
+    /// (MulCUBIC's default, [`crate::flow_windows`]).
+    Windows,
+    /// One window, decreased once for each virtual flow the event's losses
+    /// hit (MulTCP's default).
     PerFlow,
     /// Once per loss event, as in the papers (`decrease=paper`).
     Paper,
 }
 
 impl Decrease {
-    /// The virtual flows a window worth `n` flowshares attributes its
+    /// The virtual flows one window worth `n` flowshares attributes its
     /// losses to: `n` with [`Decrease::PerFlow`] above one flowshare, else 1.
     pub fn virtual_flows(self, n: f64) -> f64 {
         match self {
             Decrease::PerFlow => n.max(1.0),
-            Decrease::Paper => 1.0,
+            Decrease::Windows | Decrease::Paper => 1.0,
         }
+    }
+
+    /// The flows a window worth `n` flowshares keeps a window for: `n` with
+    /// [`Decrease::Windows`] above one flowshare, else none.
+    pub fn flow_windows(self, n: f64) -> Option<f64> {
+        (self == Decrease::Windows && n > 1.0).then_some(n)
+    }
+
+    /// The name in specs.
+    pub fn name(self) -> &'static str {
+        choice_name(&CUBIC_DECREASES, self)
     }
 }
 
-/// The values of the `decrease` key.
+/// The values of MulTCP's `decrease` key.
 pub const DECREASES: [(&str, Decrease); 2] = [("per-flow", Decrease::PerFlow), ("paper", Decrease::Paper)];
+
+/// The values of MulCUBIC's `decrease` key: also a window for each flow.
+pub const CUBIC_DECREASES: [(&str, Decrease); 3] =
+    [("windows", Decrease::Windows), ("per-flow", Decrease::PerFlow), ("paper", Decrease::Paper)];
 
 /// A loss-based AIMD window loop.
 #[derive(Clone, Debug, PartialEq)]
