@@ -10,7 +10,7 @@
 //! short the regrowth of the flows earlier events hit. Where CUBIC's epochs
 //! last longer than the time between the aggregate's loss events (paper
 //! 000's 400 Mbit/s, 100 ms path at a one-BDP drop-tail queue: one flow's
-//! `K` about 2.3 s, the aggregate of 8 flows hit every 1.2 s or so)
+//! `K` about 2.9 s, the aggregate of 8 flows hit every 1.5 s)
 //! MulCUBIC(8) took 0.89-0.90 of its share against 192 CUBIC flows where 8
 //! separate CUBIC flows took 0.99-1.02 each (the lab, 3 seeds).
 //!
@@ -24,7 +24,7 @@
 //!   that flow's window over the mean, so that each flow is acknowledged in
 //!   proportion to its window, as its own packets would be, at a constant
 //!   cost per acknowledgement (drawing in proportion to the windows instead
-//!   gave the same shares within ±0.05 in the runs above);
+//!   gave the same shares within 0.06 in the runs above);
 //! * a lost packet falls to a flow drawn in proportion to the windows, and
 //!   backs that flow off unless the same loss event already has;
 //! * a flow hit by the current loss event does not grow until the event's
