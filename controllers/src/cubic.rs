@@ -330,7 +330,7 @@ impl CubicWindow {
         let mss = self.max_datagram_size;
         let window = self.window;
         let windows = self.flow_windows.get_or_insert_with(|| FlowWindows::split(window, n, mss));
-        windows.on_loss(number, began, mss);
+        windows.on_loss(number, began);
         self.window = windows.total().max(self.minimum_window());
         self.ssthresh = self.window;
         if began {

@@ -59,8 +59,8 @@ const SMALLEST_FRACTION: f64 = 0.01;
 struct FlowWindow {
     /// Its constants: RFC 9438's, or MulCUBIC's for a fraction of a flow.
     params: CubicParams,
-    /// The flows it is worth: 1, or the fraction the last one stands for.
-    share: f64,
+    /// Its smallest window, bytes: its share of the connection's.
+    minimum: f64,
     /// Its window, bytes.
     window: f64,
     epoch: CubicEpoch,
@@ -90,18 +90,16 @@ impl FlowWindows {
         let flows: Vec<FlowWindow> = shares
             .into_iter()
             .map(|(params, share)| {
-                let window = (window * share / worth).max(Self::minimum(share, mss));
-                FlowWindow { params, share, window, epoch: CubicEpoch::new(window), hit: false }
+                // The connection's minimum window is shared, not multiplied:
+                // splitting must not raise the window (N = 256 flows of two
+                // packets each would turn 20 packets into 512).
+                let minimum = MINIMUM_WINDOW_PACKETS * mss * share / worth;
+                let window = (window * share / worth).max(minimum);
+                FlowWindow { params, minimum, window, epoch: CubicEpoch::new(window), hit: false }
             })
             .collect();
         let total = flows.iter().map(|flow| flow.window).sum();
         FlowWindows { flows, total }
-    }
-
-    /// The smallest window of a flow worth `share`: one flow's minimum,
-    /// in proportion.
-    fn minimum(share: f64, mss: f64) -> f64 {
-        MINIMUM_WINDOW_PACKETS * mss * share
     }
 
     /// The connection's window: the sum of the flows', bytes.
@@ -136,7 +134,7 @@ impl FlowWindows {
     }
 
     /// Packet `number` was lost; `began_event` if it began a loss event.
-    pub fn on_loss(&mut self, number: u64, began_event: bool, mss: f64) {
+    pub fn on_loss(&mut self, number: u64, began_event: bool) {
         if began_event {
             self.flows.iter_mut().for_each(|flow| flow.hit = false);
         }
@@ -156,7 +154,7 @@ impl FlowWindows {
         }
         flow.hit = true;
         let before = flow.window;
-        flow.window = flow.epoch.back_off(before, &flow.params).max(Self::minimum(flow.share, mss));
+        flow.window = flow.epoch.back_off(before, &flow.params).max(flow.minimum);
         self.total += flow.window - before;
     }
 }
@@ -183,20 +181,35 @@ mod tests {
     }
 
     #[test]
+    fn splitting_never_raises_the_window_and_the_flows_share_its_minimum() {
+        let mut flows = FlowWindows::split(20_000.0, 256.0, MSS);
+        assert_eq!(flows.len(), 256);
+        assert!((flows.total() - 20_000.0).abs() < 1e-6);
+        // Backed off as far as they go, the flows hold the connection's
+        // minimum of two packets between them.
+        for event in 0..2_000u64 {
+            for number in 0..64 {
+                flows.on_loss(event * 64 + number, number == 0);
+            }
+        }
+        assert!((flows.total() - 2.0 * MSS).abs() < 1e-6, "{}", flows.total());
+    }
+
+    #[test]
     fn a_loss_event_backs_off_each_flow_it_hits_once() {
         let mut flows = FlowWindows::split(80_000.0, 8.0, MSS);
-        flows.on_loss(1, true, MSS);
+        flows.on_loss(1, true);
         let after_one = windows(&flows);
         assert_eq!(after_one.iter().filter(|&&w| w == 7_000.0).count(), 1);
         assert_eq!(flows.total(), 77_000.0);
         // Every further loss of the event hits a flow not yet hit or none.
         for number in 2..200 {
-            flows.on_loss(number, false, MSS);
+            flows.on_loss(number, false);
         }
         assert!(windows(&flows).iter().all(|&w| w == 7_000.0), "{:?}", windows(&flows));
         assert_eq!(flows.total(), 56_000.0);
         // A new event may hit them again: the second back-off of a flow.
-        flows.on_loss(500, true, MSS);
+        flows.on_loss(500, true);
         assert_eq!(windows(&flows).iter().filter(|&&w| w == 4_900.0).count(), 1);
     }
 
@@ -207,7 +220,7 @@ mod tests {
             let mut flows = FlowWindows::split(40_000.0, 2.0, MSS);
             flows.flows[0].window = 30_000.0;
             flows.flows[1].window = 10_000.0;
-            flows.on_loss(number, true, MSS);
+            flows.on_loss(number, true);
             hits[usize::from(flows.flows[0].window == 30_000.0)] += 1;
         }
         let share = hits[0] as f64 / 10_000.0;
@@ -218,7 +231,7 @@ mod tests {
     fn flows_hit_wait_for_the_recovery_and_the_others_grow_alpha_per_window() {
         let rtt = Duration::from_millis(100);
         let mut flows = FlowWindows::split(80_000.0, 8.0, MSS);
-        flows.on_loss(1, true, MSS);
+        flows.on_loss(1, true);
         let hit = flows.flows.iter().position(|flow| flow.window == 7_000.0).unwrap();
         // One window's worth of acknowledgements in recovery: the 7 flows
         // not hit grow, the one hit does not.
