@@ -63,11 +63,21 @@ pub struct CubicWindow {
     virtual_flows: f64,
     /// The current loss event of a window standing for several flows.
     event: Option<LossEvent>,
-    /// Stands for this many flows with a window each from its first loss
-    /// event on ([`FlowWindows`], MulCUBIC's `decrease=windows`).
-    flow_windows_n: Option<f64>,
-    /// Those windows, once a loss event has split the window among them.
-    flow_windows: Option<FlowWindows>,
+    /// Whether the window stands for flows with a window each.
+    flow_windows: FlowWindowState,
+}
+
+/// The flows a window stands for with a window each ([`FlowWindows`],
+/// MulCUBIC's `decrease=windows`).
+#[derive(Clone, Debug, PartialEq)]
+enum FlowWindowState {
+    /// None: one window (for one flow, or for several by `virtual_flows`).
+    Off,
+    /// `n` flows, in slow start, which is one flow's, until the next loss
+    /// event splits the window among them.
+    Joined(f64),
+    /// The flows' windows.
+    Split(FlowWindows),
 }
 
 /// One CUBIC flow's congestion avoidance (RFC 9438 section 4): the epoch a
@@ -175,8 +185,7 @@ impl CubicWindow {
             recovery: RecoveryPeriod::default(),
             virtual_flows: 1.0,
             event: None,
-            flow_windows_n: None,
-            flow_windows: None,
+            flow_windows: FlowWindowState::Off,
         }
     }
 
@@ -192,10 +201,12 @@ impl CubicWindow {
     /// from the next loss event on, or for one (`None`). Windows already
     /// split are split again among the new number of flows.
     pub fn set_flow_windows(&mut self, n: Option<f64>) {
-        self.flow_windows_n = n;
         self.flow_windows = match (n, &self.flow_windows) {
-            (Some(n), Some(windows)) => Some(FlowWindows::split(windows.total(), n, self.max_datagram_size)),
-            _ => None,
+            (None, _) => FlowWindowState::Off,
+            (Some(n), FlowWindowState::Split(windows)) => {
+                FlowWindowState::Split(FlowWindows::split(windows.total(), n, self.max_datagram_size))
+            }
+            (Some(n), _) => FlowWindowState::Joined(n),
         };
     }
 
@@ -268,7 +279,7 @@ impl CubicWindow {
             return;
         }
         let acked = bytes as f64;
-        if let Some(windows) = &mut self.flow_windows {
+        if let FlowWindowState::Split(windows) = &mut self.flow_windows {
             let mss = self.max_datagram_size;
             windows.on_ack(number, acked, now, rtt, mss, self.recovery.in_recovery());
             self.window = windows.total().max(self.minimum_window());
@@ -295,8 +306,8 @@ impl CubicWindow {
 
     /// Packet `number` was lost; returns whether a loss event began.
     pub fn on_loss(&mut self, number: u64) -> bool {
-        if let Some(n) = self.flow_windows_n {
-            return self.on_flow_window_loss(number, n);
+        if !matches!(self.flow_windows, FlowWindowState::Off) {
+            return self.on_flow_window_loss(number);
         }
         if self.recovery.sent_before_decrease(number) {
             // Another loss of the event: with virtual flows it may hit one
@@ -319,19 +330,21 @@ impl CubicWindow {
         true
     }
 
-    /// A loss with a window for each of `n` flows: the first loss event
-    /// splits the window among them, and each loss backs off the flow it
-    /// falls to, once per event. Returns whether a loss event began.
-    fn on_flow_window_loss(&mut self, number: u64, n: f64) -> bool {
+    /// A loss with a window for each flow: the first loss event splits the
+    /// window among them, and each loss backs off the flow it falls to,
+    /// once per event. Returns whether a loss event began.
+    fn on_flow_window_loss(&mut self, number: u64) -> bool {
         let began = !self.recovery.sent_before_decrease(number);
         if !began && !self.recovery.in_recovery() {
             return false;
         }
-        let mss = self.max_datagram_size;
-        let window = self.window;
-        let windows = self.flow_windows.get_or_insert_with(|| FlowWindows::split(window, n, mss));
-        windows.on_loss(number, began);
-        self.window = windows.total().max(self.minimum_window());
+        if let FlowWindowState::Joined(n) = self.flow_windows {
+            self.flow_windows = FlowWindowState::Split(FlowWindows::split(self.window, n, self.max_datagram_size));
+        }
+        if let FlowWindowState::Split(windows) = &mut self.flow_windows {
+            windows.on_loss(number, began);
+            self.window = windows.total().max(self.minimum_window());
+        }
         self.ssthresh = self.window;
         if began {
             self.recovery.start(Some(number));
@@ -347,7 +360,9 @@ impl CubicWindow {
         self.recovery.start(None);
         self.event = None;
         // Slow start is one flow's; the next loss event splits the window again.
-        self.flow_windows = None;
+        if let FlowWindowState::Split(windows) = &self.flow_windows {
+            self.flow_windows = FlowWindowState::Joined(windows.n());
+        }
     }
 
     /// The virtual flows the last loss event hit (1 with none): they regrow

@@ -71,6 +71,8 @@ struct FlowWindow {
 /// The windows of the flows a connection stands for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowWindows {
+    /// N, what the flows are worth together.
+    n: f64,
     flows: Vec<FlowWindow>,
     /// The sum of the flows' windows, bytes.
     total: f64,
@@ -99,7 +101,7 @@ impl FlowWindows {
             })
             .collect();
         let total = flows.iter().map(|flow| flow.window).sum();
-        FlowWindows { flows, total }
+        FlowWindows { n, flows, total }
     }
 
     /// The connection's window: the sum of the flows', bytes.
@@ -107,14 +109,9 @@ impl FlowWindows {
         self.total
     }
 
-    /// The number of windows.
-    pub fn len(&self) -> usize {
-        self.flows.len()
-    }
-
-    /// Whether there are none (never, once split).
-    pub fn is_empty(&self) -> bool {
-        self.flows.is_empty()
+    /// N, the flows the windows stand for together.
+    pub fn n(&self) -> f64 {
+        self.n
     }
 
     /// Packet `number`'s `acked` bytes were acknowledged at `now`, with
@@ -177,13 +174,13 @@ mod tests {
         let flows = FlowWindows::split(50_000.0, 2.5, MSS);
         assert_eq!(windows(&flows), vec![20_000.0, 20_000.0, 10_000.0]);
         assert_eq!(flows.flows[2].params, cubic_flow_params(0.5));
-        assert_eq!(FlowWindows::split(50_000.0, 2.001, MSS).len(), 2);
+        assert_eq!(FlowWindows::split(50_000.0, 2.001, MSS).flows.len(), 2);
     }
 
     #[test]
     fn splitting_never_raises_the_window_and_the_flows_share_its_minimum() {
         let mut flows = FlowWindows::split(20_000.0, 256.0, MSS);
-        assert_eq!(flows.len(), 256);
+        assert_eq!(flows.flows.len(), 256);
         assert!((flows.total() - 20_000.0).abs() < 1e-6);
         // Backed off as far as they go, the flows hold the connection's
         // minimum of two packets between them.

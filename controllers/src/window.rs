@@ -114,7 +114,7 @@ impl Decrease {
 }
 
 /// The values of MulTCP's `decrease` key.
-pub const DECREASES: [(&str, Decrease); 2] = [("per-flow", Decrease::PerFlow), ("paper", Decrease::Paper)];
+pub const DECREASES: [(&str, Decrease); 2] = [CUBIC_DECREASES[1], CUBIC_DECREASES[2]];
 
 /// The values of MulCUBIC's `decrease` key: also a window for each flow.
 pub const CUBIC_DECREASES: [(&str, Decrease); 3] =
