@@ -25,7 +25,8 @@
 //! Shared pieces: [`aimd`] (AIMD equations), [`window`] (the loss-based
 //! window loop), [`flow_windows`] (a window for each flow a connection
 //! stands for), [`pacing`] (spacing a weighted connection's packets as
-//! its flows would arrive), [`loss_intervals`] (TFRC's loss event rate, measured on the
+//! its flows would arrive), [`ack_delay`] (letting out what its flows'
+//! delayed acknowledgements would), [`loss_intervals`] (TFRC's loss event rate, measured on the
 //! sender), [`thinning`] (what a sender below one flowshare answers),
 //! [`equations`] (the TCP and n-flow throughput equations, CUBIC's window
 //! and response functions).
@@ -39,6 +40,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod ack_delay;
 pub mod aimd;
 pub mod controller;
 pub mod ctcp;

@@ -139,6 +139,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::ack_delay::AckDelay;
+use crate::ack_delay::ACK_DELAYS;
 use crate::controller::Controller;
 use crate::controller::Params;
 use crate::cubic::CubicWindow;
@@ -172,13 +174,22 @@ pub struct MulCubicConfig {
     pub pacing: Pacing,
     /// Which loss event rate the window answers below one flowshare.
     pub thinning: Thinning,
+    /// Whether the window lets out only what its flows' delayed
+    /// acknowledgements would.
+    pub ack_delay: AckDelay,
 }
 
 impl MulCubicConfig {
     /// MulCUBIC(n); `n` must lie in `[0.01, 256]`.
     pub fn new(n: f64) -> Result<Self, SpecError> {
         if CUBIC_WEIGHT.contains(n) {
-            Ok(MulCubicConfig { n, decrease: DEFAULT_DECREASE, pacing: Pacing::DEFAULT, thinning: Thinning::Undo })
+            Ok(MulCubicConfig {
+                n,
+                decrease: DEFAULT_DECREASE,
+                pacing: Pacing::DEFAULT,
+                thinning: Thinning::Undo,
+                ack_delay: AckDelay::DEFAULT,
+            })
         } else {
             Err(SpecError::out_of_range("mulcubic", "n", n, CUBIC_WEIGHT))
         }
@@ -206,25 +217,28 @@ impl MulCubicConfig {
         }
     }
 
-    /// The same decrease rule, pacing and thinning for another weight.
+    /// The same decrease rule, pacing, thinning and acknowledgement delay
+    /// for another weight.
     fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         Ok(MulCubicConfig {
             decrease: self.decrease,
             pacing: self.pacing,
             thinning: self.thinning,
+            ack_delay: self.ack_delay,
             ..MulCubicConfig::new(n)?
         })
     }
 }
 
 impl AlgorithmConfig for MulCubicConfig {
-    /// Parses `n`, `decrease`, `pacing` and `thinning`.
+    /// Parses `n`, `decrease`, `pacing`, `thinning` and `ack_delay`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let config = MulCubicConfig::new(args.weight(CUBIC_WEIGHT)?)?;
         let decrease = args.choice("decrease", &CUBIC_DECREASES)?.unwrap_or(DEFAULT_DECREASE);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
-        Ok(MulCubicConfig { decrease, pacing, thinning, ..config })
+        let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
+        Ok(MulCubicConfig { decrease, pacing, thinning, ack_delay, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -251,6 +265,9 @@ impl fmt::Display for MulCubicConfig {
         }
         if self.thinning != Thinning::Undo {
             write!(f, ",thinning={}", self.thinning.name())?;
+        }
+        if self.ack_delay != AckDelay::DEFAULT {
+            write!(f, ",ack_delay={}", self.ack_delay.name())?;
         }
         Ok(())
     }
@@ -291,6 +308,10 @@ impl WindowAlgorithm<CubicWindow> for MulCubicAlgorithm {
 
     fn pacing(&self) -> Pacing {
         self.config.pacing
+    }
+
+    fn ack_delay(&self) -> AckDelay {
+        self.config.ack_delay
     }
 
     fn set_weight(&mut self, window: &mut CubicWindow, weight: f64) -> Result<(), SpecError> {
@@ -526,7 +547,7 @@ mod tests {
         host.round(); // slow start: 10 -> 20 packets
         let sent = host.send(1);
         host.event(&[], &[sent.start]);
-        assert_eq!(host.controller.congestion_window(), 18_500); // 0.925 * 20 000
+        assert_eq!(host.controller.loss_window().window() as usize, 18_500); // 0.925 * 20 000
         assert_eq!(host.controller.ssthresh(), Some(18_500));
     }
 
@@ -555,9 +576,9 @@ mod tests {
         (0..3).for_each(|_| host.round()); // slow start: 10 -> 80 packets
         let sent = host.send(1);
         host.event(&[], &[sent.start]);
-        let window = host.controller.congestion_window();
+        let window = host.controller.loss_window().window();
         host.controller.set_weight(8.0).unwrap();
-        assert_eq!(host.controller.congestion_window(), window);
+        assert_eq!(host.controller.loss_window().window(), window);
         // Eight flows now: a loss of a new event takes 0.3 of an eighth.
         let acked: Vec<u64> = host.send(1).collect();
         host.event(&acked, &[]);
@@ -565,7 +586,7 @@ mod tests {
         let sent = host.send(1);
         host.event(&[], &[sent.start]);
         let taken = before - host.controller.loss_window().window();
-        assert!((taken - 0.3 * window as f64 / 8.0).abs() < 20.0, "{taken}");
+        assert!((taken - 0.3 * window / 8.0).abs() < 20.0, "{taken}");
     }
 
     #[test]
@@ -657,7 +678,7 @@ mod tests {
             .parse::<Spec>()
             .unwrap_err()
             .to_string()
-            .contains("a is not a known key (accepted: n, decrease, pacing, thinning)"));
+            .contains("a is not a known key (accepted: n, decrease, pacing, thinning, ack_delay)"));
     }
 
     #[test]

@@ -54,6 +54,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::ack_delay::AckDelay;
+use crate::ack_delay::ACK_DELAYS;
 use crate::aimd::Aimd;
 use crate::controller::Controller;
 use crate::controller::Params;
@@ -101,6 +103,9 @@ pub struct MulTcpConfig {
     pub pacing: Pacing,
     /// Which loss event rate the window answers below one flowshare.
     pub thinning: Thinning,
+    /// Whether the window lets out only what its flows' delayed
+    /// acknowledgements would.
+    pub ack_delay: AckDelay,
     choice: PairChoice,
 }
 
@@ -113,6 +118,7 @@ impl MulTcpConfig {
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
+            ack_delay: AckDelay::DEFAULT,
             choice: PairChoice::Default,
         }
     }
@@ -126,6 +132,7 @@ impl MulTcpConfig {
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
+            ack_delay: AckDelay::DEFAULT,
             choice: PairChoice::Default,
         })
     }
@@ -147,6 +154,7 @@ impl MulTcpConfig {
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
+            ack_delay: AckDelay::DEFAULT,
             choice: PairChoice::Increase,
         })
     }
@@ -164,18 +172,26 @@ impl MulTcpConfig {
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
+            ack_delay: AckDelay::DEFAULT,
             choice: PairChoice::Decrease,
         })
     }
 
-    /// The same choice of pair, decrease rule and pacing for another weight.
+    /// The same choice of pair, decrease rule, pacing, thinning and
+    /// acknowledgement delay for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         let config = match self.choice {
             PairChoice::Default => MulTcpConfig::new(n),
             PairChoice::Increase => MulTcpConfig::with_increase(n, self.aimd.increase),
             PairChoice::Decrease => MulTcpConfig::with_decrease(n, self.aimd.decrease),
         }?;
-        Ok(MulTcpConfig { decrease: self.decrease, pacing: self.pacing, thinning: self.thinning, ..config })
+        Ok(MulTcpConfig {
+            decrease: self.decrease,
+            pacing: self.pacing,
+            thinning: self.thinning,
+            ack_delay: self.ack_delay,
+            ..config
+        })
     }
 
     /// The AIMD pair of a window whose loss events lose `losses_per_event`
@@ -211,14 +227,15 @@ impl MulTcpConfig {
 }
 
 impl AlgorithmConfig for MulTcpConfig {
-    /// Parses `n`, `a`, `b`, `decrease` and `pacing`.
+    /// Parses `n`, `a`, `b`, `decrease`, `pacing`, `thinning` and `ack_delay`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let n = args.weight(Range::WEIGHT)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
+        let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
         let config = MulTcpConfig::pair_from_args(n, args)?;
-        Ok(MulTcpConfig { decrease, pacing, thinning, ..config })
+        Ok(MulTcpConfig { decrease, pacing, thinning, ack_delay, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -278,6 +295,9 @@ impl fmt::Display for MulTcpConfig {
         }
         if self.thinning != Thinning::Undo {
             write!(f, ",thinning={}", self.thinning.name())?;
+        }
+        if self.ack_delay != AckDelay::DEFAULT {
+            write!(f, ",ack_delay={}", self.ack_delay.name())?;
         }
         Ok(())
     }
@@ -340,6 +360,10 @@ impl WindowAlgorithm<WindowLoop> for MulTcpAlgorithm {
 
     fn pacing(&self) -> Pacing {
         self.config.pacing
+    }
+
+    fn ack_delay(&self) -> AckDelay {
+        self.config.ack_delay
     }
 
     fn set_weight(&mut self, window: &mut WindowLoop, weight: f64) -> Result<(), SpecError> {
@@ -535,7 +559,7 @@ mod tests {
     #[test]
     fn loss_leaves_n_minus_half_over_n_of_the_window() {
         let controller = after_one_loss("multcp:n=4,decrease=paper");
-        assert_eq!(controller.congestion_window(), 30_000 * 7 / 8);
+        assert_eq!(controller.loss_window().window() as usize, 30_000 * 7 / 8);
         assert_eq!(controller.ssthresh(), Some(26_250));
         assert_eq!(controller.counters().loss_events, 1);
     }
@@ -545,8 +569,21 @@ mod tests {
         // One of 4 flows hit, holding 1 + 0.165 * 3/4 times the mean window.
         let controller = after_one_loss("multcp:n=4");
         let expected = 30_000.0 * (1.0 - 0.125 * crate::window::hit_window_bias(4.0));
-        assert!((controller.congestion_window() as f64 - expected).abs() < 1.0);
+        assert!((controller.loss_window().window() - expected).abs() < 1.0);
         assert!((expected - 25_785.0).abs() < 1.0, "{expected}");
+    }
+
+    #[test]
+    fn by_default_the_window_lets_out_what_its_flows_acknowledgements_would() {
+        // Four flows of about 6.4 packets wait longer for their
+        // acknowledgements than one connection of 25.8 packets.
+        let flows = after_one_loss("multcp:n=4");
+        let (sending, window) = (flows.congestion_window() as f64, flows.loss_window().window());
+        assert!(sending < 0.99 * window && sending > 0.5 * window, "{sending} of {window}");
+        let paper = after_one_loss("multcp:n=4,ack_delay=paper");
+        assert_eq!(paper.congestion_window(), paper.loss_window().window() as usize);
+        assert_eq!(paper.config().ack_delay.name(), "paper");
+        assert_eq!("multcp:n=4,ack_delay=paper".parse::<Spec>().unwrap().to_string(), "multcp:n=4,ack_delay=paper");
     }
 
     #[test]
@@ -563,7 +600,7 @@ mod tests {
             host.event(&[number], &[]);
             expected += 4.0 * 1000.0 * 1000.0 / expected;
         }
-        assert_eq!(controller.congestion_window(), expected as usize);
+        assert_eq!(controller.loss_window().window() as usize, expected as usize);
         // 26 packets are just under one window of 26.25, so they add just
         // under a = 4 packets: 3 709 bytes.
         assert_eq!(expected as usize, 29_959);

@@ -12,11 +12,11 @@
 //! |---|---|---|---|---|
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
-//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning` ([`crate::multcp`]) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
 //! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `thinning` ([`crate::pa_multcp`]) |
-//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning` ([`crate::mulcubic`]) |
+//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay` ([`crate::mulcubic`]) |
 //! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
@@ -80,7 +80,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multcp:n=4,a=2,pacing=even",
-        paper: Some("decrease=paper,pacing=even,thinning=paper"),
+        paper: Some("decrease=paper,pacing=even,thinning=paper,ack_delay=paper"),
         parse: parse::<MulTcpConfig>,
     },
     Algorithm {
@@ -128,7 +128,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "mulcubic:n=4,pacing=even",
-        paper: Some("decrease=paper,pacing=even,thinning=paper"),
+        paper: Some("decrease=paper,pacing=even,thinning=paper,ack_delay=paper"),
         parse: parse::<MulCubicConfig>,
     },
     Algorithm {
@@ -243,7 +243,8 @@ mod tests {
         assert!(error("multcp:n=NaN").contains("n = NaN is out of range"));
         assert!(error("multcp:n=inf").contains("n = inf is out of range"));
         assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
-        assert!(error("multcp:m=4").contains("m is not a known key (accepted: n, decrease, pacing, thinning, a, b)"));
+        assert!(error("multcp:m=4")
+            .contains("m is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, a, b)"));
         assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
         assert!(error("multcp:n").contains("has no value"));
         assert!(error("bbr9").contains("algorithm \"bbr9\" is not a known algorithm"));

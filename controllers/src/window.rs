@@ -34,6 +34,8 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
+use crate::ack_delay::AckDelay;
+use crate::ack_delay::FlowAcks;
 use crate::aimd::Aimd;
 use crate::controller::CongestionEvent;
 use crate::controller::Controller;
@@ -465,6 +467,12 @@ pub trait WindowAlgorithm<W>: Debug + Send + Sync {
         Pacing::Even
     }
 
+    /// Whether the connection lets out only what its flows' delayed
+    /// acknowledgements would ([`crate::ack_delay`]).
+    fn ack_delay(&self) -> AckDelay {
+        AckDelay::Paper
+    }
+
     /// A packet was lost after `window` took it: `began_event` when the
     /// loss started a loss event, `ended_slow_start` when that event ended
     /// slow start. Algorithms that follow their losses per event (below
@@ -499,6 +507,10 @@ pub struct SingleWindow<W, A> {
     smoothed_rtt: Duration,
     /// The gap after each packet.
     gaps: Gaps,
+    /// What the flows' acknowledgements would let out.
+    flow_acks: FlowAcks,
+    /// Maximum datagram size, bytes: the window's unit.
+    max_datagram_size: f64,
     /// Event counts.
     counters: Counters,
 }
@@ -507,12 +519,15 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
     /// A controller running `algorithm` on `window`.
     pub fn around(window: W, algorithm: A, params: &Params) -> Self {
         let gaps = Gaps::new(algorithm.pacing(), algorithm.weight().unwrap_or(1.0));
+        let flow_acks = FlowAcks::new(algorithm.ack_delay());
         SingleWindow {
             window,
             algorithm,
             app_limited: AppLimitedTracker::default(),
             smoothed_rtt: params.initial_rtt,
             gaps,
+            flow_acks,
+            max_datagram_size: params.max_datagram_size as f64,
             counters: Counters::default(),
         }
     }
@@ -527,9 +542,25 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
         &self.algorithm
     }
 
-    /// The window over the RTT: the mean of the rates reported.
+    /// What the window lets out, bytes: all of it, or with
+    /// `ack_delay=flows` what the flows it stands for would have in flight,
+    /// never less than the minimum window.
+    fn sending_window(&self) -> f64 {
+        let window = self.window.window();
+        let floor = window.min(MINIMUM_WINDOW_PACKETS * self.max_datagram_size);
+        let factor = self.flow_acks.window_factor(
+            self.algorithm.weight().unwrap_or(1.0),
+            self.algorithm.pacing(),
+            self.window.in_slow_start(),
+            window / self.max_datagram_size,
+            self.smoothed_rtt,
+        );
+        (window * factor).max(floor)
+    }
+
+    /// The sending window over the RTT: the mean of the rates reported.
     fn mean_pacing_rate(&self) -> u64 {
-        pacing_rate(self.window.window(), self.window.in_slow_start(), self.smoothed_rtt.as_secs_f64())
+        pacing_rate(self.sending_window(), self.window.in_slow_start(), self.smoothed_rtt.as_secs_f64())
     }
 }
 
@@ -544,6 +575,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
     fn on_congestion_event(&mut self, event: &CongestionEvent) {
         self.counters.record_event(event);
         self.smoothed_rtt = event.rtt.smoothed;
+        self.flow_acks.on_acked(event.acked);
         for packet in event.acked {
             let may_grow = self.app_limited.may_grow(packet.number);
             self.window.on_acked(packet.number, packet.bytes, event.now, event.rtt.smoothed, may_grow);
@@ -573,6 +605,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
 
     fn set_max_datagram_size(&mut self, bytes: usize) {
         self.window.set_max_datagram_size(bytes);
+        self.max_datagram_size = bytes as f64;
     }
 
     fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
@@ -582,7 +615,7 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
     }
 
     fn congestion_window(&self) -> usize {
-        self.window.window() as usize
+        self.sending_window() as usize
     }
 
     fn pacing_rate(&self) -> Option<u64> {
