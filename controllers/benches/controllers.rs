@@ -31,6 +31,7 @@ const SPECS: &[&str] = &[
     "reno",
     "cubic",
     "multcp:n=4",
+    "multcp:n=4,ack_delay=paper",
     "pa-multcp:n=4",
     "mulcubic:n=4",
     "mulcubic:n=4,decrease=per-flow",
