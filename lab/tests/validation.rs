@@ -1,6 +1,8 @@
 //! The lab's validation (issue 6, item 6) in quick form, and its promises:
 //! determinism, the summary schema, scenario files.
 
+use std::ops::Deref;
+use std::path::Path;
 use std::path::PathBuf;
 
 use flowshare_lab::experiments::fairness;
@@ -11,10 +13,27 @@ use flowshare_lab::scenario::Scenario;
 use flowshare_lab::sim::Simulation;
 use serde_json::Value;
 
-fn temp_dir(name: &str) -> PathBuf {
+/// A test's output directory, removed when the test is done with it.
+struct TempDir(PathBuf);
+
+impl Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("flowshare-lab-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    dir
+    TempDir(dir)
 }
 
 fn quick_fairness(threads: usize) -> Options {
