@@ -393,6 +393,10 @@ impl LossWindow for CubicWindow {
         CubicWindow::set_max_datagram_size(self, bytes);
     }
 
+    fn max_datagram_size(&self) -> f64 {
+        self.max_datagram_size
+    }
+
     fn window(&self) -> f64 {
         self.window
     }

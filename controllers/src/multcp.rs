@@ -139,7 +139,7 @@ impl MulTcpConfig {
 
     /// MulTCP(n) with increase `a` and `b` from eq. (5).
     pub fn with_increase(n: f64, a: f64) -> Result<Self, SpecError> {
-        check_weight(n)?;
+        let base = MulTcpConfig::new(n)?;
         let range = Range::open(0.0, 3.0 * n * n);
         if !range.contains(a) {
             return Err(SpecError::new(
@@ -149,31 +149,23 @@ impl MulTcpConfig {
             ));
         }
         Ok(MulTcpConfig {
-            n,
             aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
-            decrease: Decrease::PerFlow,
-            pacing: Pacing::DEFAULT,
-            thinning: Thinning::Undo,
-            ack_delay: AckDelay::DEFAULT,
             choice: PairChoice::Increase,
+            ..base
         })
     }
 
     /// MulTCP(n) with decrease `b` and `a` from eq. (5).
     pub fn with_decrease(n: f64, b: f64) -> Result<Self, SpecError> {
-        check_weight(n)?;
+        let base = MulTcpConfig::new(n)?;
         let range = Range::open(0.0, 1.0);
         if !range.contains(b) {
             return Err(SpecError::new("multcp", "b", format!("= {b} is out of range; accepted range {range}")));
         }
         Ok(MulTcpConfig {
-            n,
             aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
-            decrease: Decrease::PerFlow,
-            pacing: Pacing::DEFAULT,
-            thinning: Thinning::Undo,
-            ack_delay: AckDelay::DEFAULT,
             choice: PairChoice::Decrease,
+            ..base
         })
     }
 

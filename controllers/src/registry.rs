@@ -45,6 +45,10 @@ fn parse<C: AlgorithmConfig>(args: &mut Args) -> Result<Arc<dyn AlgorithmConfig>
     Ok(Arc::new(C::from_args(args)?))
 }
 
+/// The papers' behaviour of the two single-window aggregates, MulTCP and
+/// MulCUBIC, which take the same keys for it.
+const WINDOW_AGGREGATE_PAPER_KEYS: &str = "decrease=paper,pacing=even,thinning=paper,ack_delay=paper";
+
 /// Every algorithm, in the order listings and experiments show them.
 pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
@@ -80,7 +84,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multcp:n=4,a=2,pacing=even",
-        paper: Some("decrease=paper,pacing=even,thinning=paper,ack_delay=paper"),
+        paper: Some(WINDOW_AGGREGATE_PAPER_KEYS),
         parse: parse::<MulTcpConfig>,
     },
     Algorithm {
@@ -128,7 +132,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "mulcubic:n=4,pacing=even",
-        paper: Some("decrease=paper,pacing=even,thinning=paper,ack_delay=paper"),
+        paper: Some(WINDOW_AGGREGATE_PAPER_KEYS),
         parse: parse::<MulCubicConfig>,
     },
     Algorithm {

@@ -389,6 +389,10 @@ impl LossWindow for WindowLoop {
         WindowLoop::set_max_datagram_size(self, bytes);
     }
 
+    fn max_datagram_size(&self) -> f64 {
+        self.max_datagram_size
+    }
+
     fn window(&self) -> f64 {
         self.window
     }
@@ -431,6 +435,9 @@ pub trait LossWindow: Debug + Send + Sync {
 
     /// The maximum datagram size changed.
     fn set_max_datagram_size(&mut self, bytes: usize);
+
+    /// Maximum datagram size, bytes: the window's unit.
+    fn max_datagram_size(&self) -> f64;
 
     /// Congestion window, bytes.
     fn window(&self) -> f64;
@@ -509,8 +516,6 @@ pub struct SingleWindow<W, A> {
     gaps: Gaps,
     /// What the flows' acknowledgements would let out.
     flow_acks: FlowAcks,
-    /// Maximum datagram size, bytes: the window's unit.
-    max_datagram_size: f64,
     /// Event counts.
     counters: Counters,
 }
@@ -527,7 +532,6 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
             smoothed_rtt: params.initial_rtt,
             gaps,
             flow_acks,
-            max_datagram_size: params.max_datagram_size as f64,
             counters: Counters::default(),
         }
     }
@@ -546,13 +550,13 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
     /// `ack_delay=flows` what the flows it stands for would have in flight,
     /// never less than the minimum window.
     fn sending_window(&self) -> f64 {
-        let window = self.window.window();
-        let floor = window.min(MINIMUM_WINDOW_PACKETS * self.max_datagram_size);
+        let (window, mss) = (self.window.window(), self.window.max_datagram_size());
+        let floor = window.min(MINIMUM_WINDOW_PACKETS * mss);
         let factor = self.flow_acks.window_factor(
             self.algorithm.weight().unwrap_or(1.0),
             self.algorithm.pacing(),
             self.window.in_slow_start(),
-            window / self.max_datagram_size,
+            window / mss,
             self.smoothed_rtt,
         );
         (window * factor).max(floor)
@@ -605,7 +609,6 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> Controller for SingleWindow<W, A> {
 
     fn set_max_datagram_size(&mut self, bytes: usize) {
         self.window.set_max_datagram_size(bytes);
-        self.max_datagram_size = bytes as f64;
     }
 
     fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
