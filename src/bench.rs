@@ -232,6 +232,7 @@ fn server(args: ServerArgs) -> Result<(), String> {
         resume: false,
         early_data: false,
         offload: crate::h3::offload(args.no_gso),
+        ack_every: 1,
     };
     let pid = args.pid.map(|pid| pid.to_string());
     println!("flowshare bench server: {} x {}, load average {}", args.rounds, args.url, load_average());

@@ -269,6 +269,12 @@ pub struct GetArgs {
     /// receives are still batched (sendmmsg, recvmmsg).
     #[arg(long)]
     no_gso: bool,
+    /// While only receiving, acknowledge every this many datagrams at once
+    /// and hold a lone one for up to 25 ms (2: as RFC 9000 section 13.2.2
+    /// recommends and Linux TCP receivers do; 1: every datagram at once, as
+    /// quiche does by itself).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    ack_every: u32,
 }
 
 pub fn get(args: GetArgs) -> Result<(), String> {
@@ -306,6 +312,7 @@ pub fn get(args: GetArgs) -> Result<(), String> {
         resume: args.resume || args.early_data,
         early_data: args.early_data,
         offload: offload(args.no_gso),
+        ack_every: args.ack_every,
     };
     let print = |report: &RequestReport| {
         let verb = if report.upload { "PUT" } else { "GET" };

@@ -23,7 +23,12 @@ fn bad_controller_spec_fails_with_one_line_naming_the_field_and_range() {
 
 #[test]
 fn bad_quantities_fail_with_one_line() {
-    for args in [["demo", "--bytes", "lots"], ["demo", "--rate", "fast"], ["demo", "--delay", "5 fortnights"]] {
+    for args in [
+        ["demo", "--bytes", "lots"],
+        ["demo", "--rate", "fast"],
+        ["demo", "--delay", "5 fortnights"],
+        ["get", "--ack-every", "0"],
+    ] {
         let (ok, _, stderr) = flowshare(&args);
         assert!(!ok, "{args:?}");
         let errors: Vec<_> =

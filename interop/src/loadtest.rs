@@ -335,6 +335,7 @@ pub(crate) fn round(bench: &Bench, config: &LoadConfig, progress: bool) -> Resul
         resume: false,
         early_data: false,
         offload: config.offload,
+        ack_every: 1,
     };
 
     let server_cpu_before = cpu_time(server_pid)?;

@@ -13,6 +13,11 @@ use crate::io::Offload;
 /// servers open none, so this only has to be enough.
 const INITIAL_MAX_STREAMS_BIDI: u64 = 100;
 
+/// The longest the client holds an acknowledgement (`ack_every` above 1):
+/// quiche's default `max_ack_delay`, the one the client advertises, as the
+/// lab's receivers use (RFC 9000's default).
+pub const ACK_DELAY: Duration = Duration::from_millis(25);
+
 /// How the client runs.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -38,6 +43,12 @@ pub struct ClientConfig {
     /// Segmentation offload on the connections' sockets (`--no-gso`:
     /// [`Offload::Off`]).
     pub offload: Offload,
+    /// While it only receives, the client answers every `ack_every`-th
+    /// datagram at once and holds a lone one for up to
+    /// [`ACK_DELAY`], as RFC 9000 section 13.2.2
+    /// recommends (2) and Linux TCP receivers do; 1 answers every datagram
+    /// at once, as quiche does when the application sends after each.
+    pub ack_every: u32,
 }
 
 impl ClientConfig {

@@ -17,6 +17,7 @@ use quiche::h3::NameValue;
 use serde_json::json;
 
 use super::config::ClientConfig;
+use super::config::ACK_DELAY;
 use super::plan::Plan;
 use super::plan::Request;
 use super::plan::Sink;
@@ -124,6 +125,10 @@ pub(super) struct ClientConn {
     sender: PacedSender,
     pacing_due: Option<Instant>,
     timeout_at: Option<Instant>,
+    /// Datagrams received since the client last sent (its acknowledgement).
+    unanswered: u32,
+    /// When a held acknowledgement must go out.
+    ack_due: Option<Instant>,
     dirty: bool,
     reported: bool,
     trace: ControllerTrace,
@@ -205,6 +210,8 @@ impl ClientConn {
             sender: PacedSender::default(),
             pacing_due: None,
             timeout_at: None,
+            unanswered: 0,
+            ack_due: None,
             dirty: true,
             reported: false,
             trace: ControllerTrace::new(qlog_enabled),
@@ -221,10 +228,7 @@ impl ClientConn {
         if self.dirty {
             return Some(Instant::now());
         }
-        match (self.timeout_at, self.pacing_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.timeout_at, self.pacing_due, self.ack_due].into_iter().flatten().min()
     }
 
     /// Feeds every datagram waiting on the connection's socket to quiche.
@@ -232,8 +236,12 @@ impl ClientConn {
         while self.socket.recv(received)? > 0 {
             for (datagram, from) in received.datagrams() {
                 let info = quiche::RecvInfo { from, to: self.local };
-                if let Err(e) = self.quic.recv(datagram, info) {
-                    event!(Level::Debug, "packet_rejected", conn = self.id, error = e);
+                match self.quic.recv(datagram, info) {
+                    Ok(_) => {
+                        self.unanswered += 1;
+                        self.ack_due.get_or_insert_with(|| Instant::now() + ACK_DELAY);
+                    }
+                    Err(e) => event!(Level::Debug, "packet_rejected", conn = self.id, error = e),
                 }
                 self.dirty = true;
             }
@@ -259,7 +267,8 @@ impl ClientConn {
         if self.reported {
             return Ok(None);
         }
-        if self.timeout_at.is_some_and(|at| at <= now) {
+        let fired = self.timeout_at.is_some_and(|at| at <= now);
+        if fired {
             self.quic.on_timeout();
             self.dirty = true;
         }
@@ -268,11 +277,18 @@ impl ClientConn {
             self.step(config, on_request);
         }
         let retry = !self.socket.outbox().is_empty();
-        if self.dirty || due || retry {
+        let ack_expired = self.ack_due.is_some_and(|at| at <= now);
+        let answer = fired || ack_expired || (self.dirty && !self.holds_acknowledgement(config));
+        if answer || due || retry {
+            self.unanswered = 0;
+            self.ack_due = None;
             let paced = self.sender.flush(&mut self.quic, &mut self.socket).due();
             self.socket.send_queued().map_err(|e| format!("sending: {e}"))?;
             let retry = self.socket.retry_due().map(|after| Instant::now() + after);
             self.pacing_due = [paced, retry].into_iter().flatten().min();
+            self.timeout_at = self.quic.timeout_instant();
+        } else if self.dirty {
+            // Received and held: quiche's timers may have moved.
             self.timeout_at = self.quic.timeout_instant();
         }
         if self.dirty {
@@ -287,6 +303,24 @@ impl ClientConn {
             return Ok(Some(self.finish(config, reporting, on_request)));
         }
         Ok(None)
+    }
+
+    /// Whether what the client has received may wait for more before it
+    /// sends (its acknowledgement, `ack_every`): only while it is past the
+    /// handshake, has sent every request and upload, and has not yet
+    /// received `ack_every` datagrams (the delay of the oldest is checked
+    /// by the caller).
+    /// quiche acknowledges whenever the application sends after an
+    /// ack-eliciting packet, so the client's sends pace its acknowledgements.
+    fn holds_acknowledgement(&self, config: &ClientConfig) -> bool {
+        let only_receiving = !matches!(self.app, App::Handshaking)
+            && self.next == self.transfers.len()
+            && self.hq_unsent.is_none()
+            && self.transfers.iter().all(|transfer| transfer.upload.is_none() || transfer.upload_done)
+            && self.completed < self.transfers.len()
+            && !self.quic.is_draining()
+            && !self.quic.is_closed();
+        only_receiving && self.unanswered > 0 && self.unanswered < config.ack_every
     }
 
     /// Fails what is left and closes the connection, if it is still open,
