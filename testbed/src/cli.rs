@@ -5,6 +5,8 @@
 //!                   [--controllers multcp,..] [--n 0.5,2] [--peers cubic,tcp-cubic] [--m M]
 //!                   [--bandwidths MBPS] [--rtt MS] [--queue droptail|red] [--duration S]
 //!                   [--warmup S] [--max-load L] [--wait-quiet S] [--ns3 PATH] [--hard-limit MS]
+//!                   [--pcap]
+//! flowshare testbed arrivals RUN_DIR
 //! flowshare testbed check | clean | list
 //! flowshare compare SCENARIO.toml|BUILTIN [--out DIR] [same options]
 //! ```
@@ -62,6 +64,14 @@ enum TestbedCommand {
     Clean,
     /// Lists the built-in scenarios.
     List,
+    /// Per flow, how its packets reached the bottleneck and which it
+    /// dropped, by position in their bursts (a run directory of `run
+    /// --pcap`).
+    Arrivals {
+        /// The run's directory (with trace_node_right.pcap and
+        /// trace_node_left.pcap).
+        dir: PathBuf,
+    },
 }
 
 /// Which scenario, and the options of the built-ins.
@@ -92,6 +102,13 @@ pub struct MachineArgs {
     /// best effort, with the lag measured and reported).
     #[arg(long, default_value_t = 0.0)]
     hard_limit: f64,
+    /// Keep ns-3's packet traces in each run's directory:
+    /// trace_node_right.pcap, the servers' packets as they reach the
+    /// bottleneck queue (the ones it drops included), and
+    /// trace_node_left.pcap, what left it (about 100 MB each per 40 s at
+    /// 20 Mbit/s).
+    #[arg(long)]
+    pcap: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -140,6 +157,10 @@ pub fn run(args: TestbedArgs) -> Result<(), String> {
             for builtin in builtin::BUILTINS {
                 println!("{}", builtin.name);
             }
+            Ok(())
+        }
+        TestbedCommand::Arrivals { dir } => {
+            print!("{}", crate::arrivals::report(&dir)?);
             Ok(())
         }
     }
@@ -238,7 +259,7 @@ pub(crate) fn run_case(
     eprint!("{notes}");
     report::write_file(dir, "scenario.toml", &case.scenario.to_toml())?;
     let (load, quiet) = wait_quiet(machine, budget, interrupted);
-    let options = RunOptions { ns3: machine.ns3.clone(), hard_limit_ms: machine.hard_limit };
+    let options = RunOptions { ns3: machine.ns3.clone(), hard_limit_ms: machine.hard_limit, pcap: machine.pcap };
     let measured = run::run(&plan, dir, &options, interrupted)?;
     let outcome = results::outcome(&plan, &measured);
     results::write(dir, &plan, &outcome, &measured)?;

@@ -87,6 +87,8 @@ pub struct EmulatorSetup {
     pub seed: u64,
     /// Abort when real time lags by more than this (ms); 0 for best effort.
     pub hard_limit_ms: f64,
+    /// Write the emulated devices' packet traces into the run's directory.
+    pub pcap: bool,
 }
 
 /// A running ns-3.
@@ -106,7 +108,11 @@ impl Emulator {
     /// Starts `binary` in the sim namespace with `setup`; logs and outputs go
     /// to `dir`.
     pub fn start(
-        binary: &Path, topology: &Topology, processes: &mut Processes, setup: &EmulatorSetup, dir: &Path,
+        binary: &Path,
+        topology: &Topology,
+        processes: &mut Processes,
+        setup: &EmulatorSetup,
+        dir: &Path,
     ) -> Result<Emulator, String> {
         let join = |values: Vec<String>| values.join(",");
         let links = &setup.links;
@@ -116,10 +122,19 @@ impl Emulator {
         let log = dir.join("ns3.log");
         let mut command = topology.command(&topology.sim, &binary.to_string_lossy());
         command.args([
-            format!("--bandwidth={}", join(links.iter().map(|l| format!("{}bps", l.rate_bps.round() as u64)).collect())),
-            format!("--delay={}", join(links.iter().map(|l| format!("{}us", (l.delay_s * 1e6).round() as u64)).collect())),
+            format!(
+                "--bandwidth={}",
+                join(links.iter().map(|l| format!("{}bps", l.rate_bps.round() as u64)).collect())
+            ),
+            format!(
+                "--delay={}",
+                join(links.iter().map(|l| format!("{}us", (l.delay_s * 1e6).round() as u64)).collect())
+            ),
             format!("--queue={}", join(links.iter().map(|l| l.queue_packets.to_string()).collect())),
-            format!("--qdisc={}", join(links.iter().map(|l| if l.red { "red" } else { "droptail" }.to_string()).collect())),
+            format!(
+                "--qdisc={}",
+                join(links.iter().map(|l| if l.red { "red" } else { "droptail" }.to_string()).collect())
+            ),
             format!("--loss={}", join(links.iter().map(|l| l.loss.to_string()).collect())),
             format!("--client={}", join((0..links.len()).map(|i| format!("l{i}")).collect())),
             "--server=r0".to_string(),
@@ -132,6 +147,9 @@ impl Emulator {
             format!("--monitor={}", monitor.display()),
             format!("--summary={}", summary.display()),
         ]);
+        if setup.pcap {
+            command.arg(format!("--pcap={}", dir.display()));
+        }
         if !setup.cbr.is_empty() {
             command.arg(format!(
                 "--cbr={}",

@@ -140,6 +140,9 @@ pub struct Endpoints<'a> {
     topology: &'a Topology,
     layout: Layout,
     flowshare: Option<PathBuf>,
+    /// The QUIC clients acknowledge every this many datagrams (the
+    /// scenario's `ack_every`); Linux TCP receivers as the kernel does.
+    ack_every: u32,
 }
 
 /// The file subflow `subflow` of `flow` downloads: one per subflow, since
@@ -154,8 +157,8 @@ fn file_name(flow: &FlowPlan, subflow: usize) -> String {
 impl<'a> Endpoints<'a> {
     /// Endpoints in `topology`; `flowshare` is the binary that provides
     /// `serve`, `get` and `cert` (needed only with QUIC flows).
-    pub fn new(topology: &'a Topology, layout: Layout, flowshare: Option<PathBuf>) -> Endpoints<'a> {
-        Endpoints { topology, layout, flowshare }
+    pub fn new(topology: &'a Topology, layout: Layout, flowshare: Option<PathBuf>, ack_every: u32) -> Endpoints<'a> {
+        Endpoints { topology, layout, flowshare, ack_every }
     }
 
     fn flowshare(&self) -> Result<&Path, String> {
@@ -178,7 +181,8 @@ impl<'a> Endpoints<'a> {
         for flow in flows {
             for subflow in 0..flow.subflows.len() {
                 let path = self.layout.root.join(file_name(flow, subflow));
-                let file = std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                let file =
+                    std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
                 // Sparse: reads as zeros without using disk.
                 file.set_len(flow.bytes.unwrap_or(BULK_FILE_BYTES))
                     .map_err(|e| format!("cannot size {}: {e}", path.display()))?;
@@ -257,7 +261,10 @@ impl<'a> Endpoints<'a> {
     /// Starts the sending side of `flow`; `active_s` is how long a bulk
     /// flow runs.
     pub fn start_clients(
-        &self, flow: &FlowPlan, active_s: f64, processes: &mut Processes,
+        &self,
+        flow: &FlowPlan,
+        active_s: f64,
+        processes: &mut Processes,
     ) -> Result<Vec<ProcessId>, String> {
         match &flow.kind {
             FlowKind::Quic { port, .. } => {
@@ -285,6 +292,8 @@ impl<'a> Endpoints<'a> {
                     .arg(binds.join(","))
                     .arg("--timeout")
                     .arg(format!("{}s", active_s.ceil() as u64 + 60))
+                    .arg("--ack-every")
+                    .arg(self.ack_every.to_string())
                     .arg("--qlog-dir")
                     .arg(&qlog);
                 let log = self.layout.logs.join(format!("flow-{}-client.log", flow.id));
@@ -309,5 +318,4 @@ impl<'a> Endpoints<'a> {
             FlowKind::Cbr { .. } => Ok(Vec::new()),
         }
     }
-
 }

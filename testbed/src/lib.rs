@@ -14,12 +14,14 @@
 //! | [`process`] | child processes, ended by PID, never left behind |
 //! | [`run`] | one run on its timeline, torn down on success, failure and Ctrl-C |
 //! | [`results`] | measurements to the lab's `RunResult`, table, summary, plots |
+//! | [`arrivals`] | per flow, how its packets reached the bottleneck and which it dropped (`--pcap` traces) |
 //! | [`scorecard`] | the lab's scorecard grid through the testbed |
 //! | [`cli`] | `flowshare testbed` and `flowshare compare` |
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod arrivals;
 pub mod builtin;
 pub mod cli;
 pub mod emulator;

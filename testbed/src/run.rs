@@ -46,6 +46,9 @@ pub struct RunOptions {
     /// ns-3 aborts when it lags real time by more than this (ms); 0: best
     /// effort, measured.
     pub hard_limit_ms: f64,
+    /// Keep ns-3's packet traces of the emulated devices in the run's
+    /// directory.
+    pub pcap: bool,
 }
 
 /// Everything measured in a run, before it is turned into reports.
@@ -166,8 +169,13 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
             topology.sim
         ));
     }
-    let mut emulator =
-        Emulator::start(&ns3, &topology, &mut processes, &plan.emulator_setup(options.hard_limit_ms), dir)?;
+    let mut emulator = Emulator::start(
+        &ns3,
+        &topology,
+        &mut processes,
+        &plan.emulator_setup(options.hard_limit_ms, options.pcap),
+        dir,
+    )?;
     emulator.wait_ready(&mut processes, STARTUP_LIMIT)?;
     let ready = Instant::now();
     while !topology.path_answers(Duration::from_millis(500)) {
@@ -176,7 +184,7 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
         }
     }
 
-    let endpoints = Endpoints::new(&topology, layout.clone(), flowshare);
+    let endpoints = Endpoints::new(&topology, layout.clone(), flowshare, plan.setup.ack_every);
     endpoints.prepare(&plan.flows)?;
     let mut flows: Vec<FlowProcesses> = plan.flows.iter().map(|_| FlowProcesses::default()).collect();
     for (flow, state) in plan.flows.iter().zip(&mut flows) {

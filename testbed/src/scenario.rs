@@ -266,7 +266,7 @@ impl TestbedScenario {
         }
         let _ = writeln!(
             notes,
-            "note: pacing, ack_every, max_ack_delay_ms and packet_bytes are the endpoints' own in the testbed (quiche, Linux)"
+            "note: pacing, max_ack_delay_ms and packet_bytes are the endpoints' own in the testbed (quiche, Linux); ack_every is the QUIC clients' (Linux TCP receivers acknowledge every second segment)"
         );
 
         let mut rng = Rng::new(seed);
@@ -471,7 +471,7 @@ impl Plan {
     }
 
     /// What ns-3 is started with.
-    pub fn emulator_setup(&self, hard_limit_ms: f64) -> EmulatorSetup {
+    pub fn emulator_setup(&self, hard_limit_ms: f64, pcap: bool) -> EmulatorSetup {
         let cbr = self
             .flows
             .iter()
@@ -488,6 +488,7 @@ impl Plan {
             interval_s: self.setup.bin as f64 * 1e-9,
             seed: self.seed,
             hard_limit_ms,
+            pcap,
         }
     }
 

@@ -1,0 +1,339 @@
+//! How each flow's packets reached the bottleneck and which it dropped, from
+//! the packet traces of a run with `--pcap` (`flowshare testbed arrivals
+//! DIR`).
+//!
+//! At a full drop-tail queue a packet is dropped when it arrives to find no
+//! room, so a flow whose packets come back to back loses more of the later
+//! ones: what share a sender gets depends on how its packets arrive, not
+//! only on its window. `trace_node_right.pcap` holds every data packet the
+//! servers sent as ns-3 received it, before the queue; `trace_node_left.pcap`
+//! what left the bottleneck. A packet in the first and not in the second was
+//! dropped (the testbed's links lose nothing else unless a scenario asks for
+//! `random_loss`). Packets of a flow less than [`BURST_GAP`] apart are one
+//! burst; each packet's position in its burst says whether it came first or
+//! behind others of its own flow.
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::hash::Hash;
+use std::hash::Hasher;
+use std::path::Path;
+
+use flowshare_lab::report::Table;
+
+use crate::scenario::TestbedScenario;
+
+/// Packets of one flow closer together than this are one burst: far below
+/// a packet's transmission time at the testbed's rates (600 µs for 1,500
+/// bytes at 20 Mbit/s), far above the microseconds between two packets a
+/// sender writes back to back.
+pub const BURST_GAP: f64 = 100e-6;
+
+/// Packets shorter than this (IP bytes) are acknowledgements and control,
+/// not data, and are left out.
+const DATA_BYTES: usize = 500;
+
+/// Burst positions reported: 1, 2, 3 and 4 or later.
+const POSITIONS: usize = 4;
+
+/// A flow: protocol, source and destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    /// 6 (TCP) or 17 (UDP).
+    pub protocol: u8,
+    /// Source address and port.
+    pub source: ([u8; 4], u16),
+    /// Destination address and port.
+    pub destination: ([u8; 4], u16),
+}
+
+impl FlowKey {
+    /// `udp 198.19.0.100:22000`, the sender's side.
+    pub fn label(&self) -> String {
+        let [a, b, c, d] = self.source.0;
+        let transport = if self.protocol == 6 { "tcp" } else { "udp" };
+        format!("{transport} {a}.{b}.{c}.{d}:{}", self.source.1)
+    }
+}
+
+/// One IPv4 TCP or UDP packet of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packet {
+    /// When ns-3 saw it, seconds.
+    pub time: f64,
+    /// Its flow.
+    pub flow: FlowKey,
+    /// Its IP length, bytes.
+    pub bytes: usize,
+    /// A hash of its transport header and the first bytes after it, the
+    /// same in both traces.
+    pub id: u64,
+}
+
+/// The IPv4 TCP and UDP packets of a pcap file's contents; anything else is
+/// skipped.
+pub fn read_pcap(data: &[u8]) -> Result<Vec<Packet>, String> {
+    let header = data.get(..24).ok_or("not a pcap file: shorter than its 24-byte header")?;
+    let magic = [header[0], header[1], header[2], header[3]];
+    let (little, nanoseconds) = match magic {
+        [0xd4, 0xc3, 0xb2, 0xa1] => (true, false),
+        [0x4d, 0x3c, 0xb2, 0xa1] => (true, true),
+        [0xa1, 0xb2, 0xc3, 0xd4] => (false, false),
+        [0xa1, 0xb2, 0x3c, 0x4d] => (false, true),
+        _ => return Err("not a pcap file: unknown magic number".into()),
+    };
+    let word = |bytes: &[u8]| {
+        let bytes = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        if little {
+            u32::from_le_bytes(bytes)
+        } else {
+            u32::from_be_bytes(bytes)
+        }
+    };
+    let link_type = word(&header[20..24]);
+    let ip_offset = match link_type {
+        1 => 14,
+        101 | 228 => 0,
+        other => return Err(format!("pcap link type {other} is not Ethernet or raw IPv4")),
+    };
+    let mut packets = Vec::new();
+    let mut offset = 24;
+    while offset < data.len() {
+        let record = data.get(offset..offset + 16).ok_or(format!("pcap record header cut short at byte {offset}"))?;
+        let seconds = word(&record[0..4]) as f64;
+        let fraction = word(&record[4..8]) as f64 * if nanoseconds { 1e-9 } else { 1e-6 };
+        let length = word(&record[8..12]) as usize;
+        let frame = data
+            .get(offset + 16..offset + 16 + length)
+            .ok_or(format!("pcap record at byte {offset} cut short: {length} bytes announced"))?;
+        offset += 16 + length;
+        if ip_offset == 14 && frame.get(12..14) != Some(&[0x08, 0x00][..]) {
+            continue;
+        }
+        if let Some((flow, bytes, id)) = frame.get(ip_offset..).and_then(ipv4) {
+            packets.push(Packet { time: seconds + fraction, flow, bytes, id });
+        }
+    }
+    Ok(packets)
+}
+
+/// An IPv4 packet's flow, IP length and identity, if it is TCP or UDP.
+fn ipv4(ip: &[u8]) -> Option<(FlowKey, usize, u64)> {
+    if ip.len() < 20 || ip[0] >> 4 != 4 {
+        return None;
+    }
+    let header = usize::from(ip[0] & 0x0f) * 4;
+    let protocol = ip[9];
+    let transport = ip.get(header..)?;
+    if !matches!(protocol, 6 | 17) || transport.len() < 8 {
+        return None;
+    }
+    let address = |at: usize| [ip[at], ip[at + 1], ip[at + 2], ip[at + 3]];
+    let port = |at: usize| u16::from_be_bytes([transport[at], transport[at + 1]]);
+    let flow = FlowKey { protocol, source: (address(12), port(0)), destination: (address(16), port(2)) };
+    // TCP's sequence number and timestamps, QUIC's protected header and
+    // payload: the first 80 bytes tell a packet from every other of its flow.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    flow.hash(&mut hasher);
+    transport[..transport.len().min(80)].hash(&mut hasher);
+    Some((flow, ip.len(), hasher.finish()))
+}
+
+/// What one flow sent into the bottleneck after the warm-up.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowArrivals {
+    /// Data packets that reached the queue.
+    pub packets: u64,
+    /// Of those, dropped.
+    pub dropped: u64,
+    /// Their IP bytes.
+    pub bytes: u64,
+    /// Bursts they came in.
+    pub bursts: u64,
+    /// Packets and dropped packets by position in their burst: 1, 2, 3, 4+.
+    pub by_position: [(u64, u64); POSITIONS],
+}
+
+/// Per flow, what `sent` (the trace before the queue) brought to the
+/// bottleneck from `warmup` seconds after its first data packet on, and
+/// what of it `delivered` (the trace after it) does not hold.
+pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowKey, FlowArrivals)> {
+    let through: HashSet<(FlowKey, u64)> = delivered.iter().map(|packet| (packet.flow, packet.id)).collect();
+    let data: Vec<&Packet> = sent.iter().filter(|packet| packet.bytes >= DATA_BYTES).collect();
+    let Some(first) = data.first().map(|packet| packet.time) else { return Vec::new() };
+    let mut flows: HashMap<FlowKey, FlowArrivals> = HashMap::new();
+    // Per flow: the time of its last packet and that packet's position.
+    let mut last: HashMap<FlowKey, (f64, usize)> = HashMap::new();
+    for packet in data {
+        let position = match last.get(&packet.flow) {
+            Some(&(time, position)) if packet.time - time < BURST_GAP => position + 1,
+            _ => 1,
+        };
+        last.insert(packet.flow, (packet.time, position));
+        if packet.time - first < warmup {
+            continue;
+        }
+        let flow = flows.entry(packet.flow).or_default();
+        let dropped = !through.contains(&(packet.flow, packet.id));
+        flow.packets += 1;
+        flow.bytes += packet.bytes as u64;
+        flow.dropped += u64::from(dropped);
+        flow.bursts += u64::from(position == 1);
+        let slot = &mut flow.by_position[position.min(POSITIONS) - 1];
+        slot.0 += 1;
+        slot.1 += u64::from(dropped);
+    }
+    let mut flows: Vec<(FlowKey, FlowArrivals)> = flows.into_iter().collect();
+    flows.sort_by(|a, b| b.1.packets.cmp(&a.1.packets).then(a.0.cmp(&b.0)));
+    flows
+}
+
+/// `flowshare testbed arrivals DIR`: the table of a run directory's traces.
+pub fn report(dir: &Path) -> Result<String, String> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        let data = std::fs::read(&path).map_err(|e| {
+            format!("cannot read {}: {e} (run the testbed with --pcap to keep the traces)", path.display())
+        })?;
+        read_pcap(&data).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let sent = read("trace_node_right.pcap")?;
+    let delivered = read("trace_node_left.pcap")?;
+    let scenario = dir.join("scenario.toml");
+    let warmup = match std::fs::read_to_string(&scenario) {
+        Ok(text) => {
+            TestbedScenario::from_toml(&text).map_err(|e| format!("{}: {e}", scenario.display()))?.scenario.warmup_s
+        }
+        Err(_) => 0.0,
+    };
+    let flows = analyse(&sent, &delivered, warmup);
+    let span = |packets: &[Packet]| {
+        let data: Vec<f64> = packets.iter().filter(|p| p.bytes >= DATA_BYTES).map(|p| p.time).collect();
+        data.last().zip(data.first()).map_or(0.0, |(last, first)| last - first - warmup)
+    };
+    let seconds = span(&sent).max(1e-9);
+    let percent = |(packets, dropped): (u64, u64)| {
+        if packets == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2} ({packets})", 100.0 * dropped as f64 / packets as f64)
+        }
+    };
+    let mut table = Table::new(&[
+        "flow",
+        "Mbit/s in",
+        "packets",
+        "dropped %",
+        "per burst",
+        "dropped % at 1st (packets)",
+        "2nd",
+        "3rd",
+        "4th+",
+    ]);
+    for (key, flow) in &flows {
+        let mut row = vec![
+            key.label(),
+            format!("{:.2}", flow.bytes as f64 * 8.0 / seconds / 1e6),
+            flow.packets.to_string(),
+            format!("{:.2}", 100.0 * flow.dropped as f64 / flow.packets.max(1) as f64),
+            format!("{:.2}", flow.packets as f64 / flow.bursts.max(1) as f64),
+        ];
+        row.extend(flow.by_position.iter().map(|&slot| percent(slot)));
+        table.row(row);
+    }
+    let mut out = format!(
+        "{}: data packets reaching the bottleneck from {warmup} s on, a burst being packets less than {} µs apart\n",
+        dir.display(),
+        BURST_GAP * 1e6
+    );
+    let _ = write!(out, "{}", table.render());
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pcap file (microseconds, Ethernet) of `packets`: (time, protocol,
+    /// source port, IP length, payload byte).
+    fn pcap(packets: &[(f64, u8, u16, usize, u8)]) -> Vec<u8> {
+        // Magic, version 2.4, time zone, accuracy, snapshot length, link type 1.
+        let mut data = Vec::new();
+        data.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+        data.extend_from_slice(&2u16.to_le_bytes());
+        data.extend_from_slice(&4u16.to_le_bytes());
+        for word in [0u32, 0, 65_535, 1] {
+            data.extend_from_slice(&word.to_le_bytes());
+        }
+        for &(time, protocol, port, length, payload) in packets {
+            let mut frame = vec![0u8; 12];
+            frame.extend_from_slice(&[0x08, 0x00]);
+            let mut ip = vec![0u8; length];
+            ip[0] = 0x45;
+            ip[9] = protocol;
+            ip[12..16].copy_from_slice(&[198, 19, 0, 100]);
+            ip[16..20].copy_from_slice(&[198, 18, 0, 10]);
+            ip[20..22].copy_from_slice(&port.to_be_bytes());
+            ip[22..24].copy_from_slice(&5201u16.to_be_bytes());
+            ip[28] = payload;
+            frame.extend_from_slice(&ip);
+            let seconds = time.floor();
+            let micros = ((time - seconds) * 1e6).round();
+            for word in [seconds as u32, micros as u32, frame.len() as u32, frame.len() as u32] {
+                data.extend_from_slice(&word.to_le_bytes());
+            }
+            data.extend_from_slice(&frame);
+        }
+        data
+    }
+
+    #[test]
+    fn pairs_and_lone_packets_are_told_apart_and_drops_counted_by_position() {
+        // A TCP flow sending pairs 10 µs apart every 2 ms, a UDP flow one
+        // packet every 600 µs; the bottleneck drops every second packet of
+        // each pair and the UDP flow's every fifth, and the ACKs (60 bytes)
+        // are not data.
+        let mut sent = Vec::new();
+        let mut delivered = Vec::new();
+        for k in 0..100u16 {
+            let t = 1.0 + f64::from(k) * 2e-3;
+            let first = (t, 6, 40_000, 1500, k as u8);
+            let second = (t + 10e-6, 6, 40_000, 1500, (k as u8).wrapping_add(128));
+            sent.extend([first, second]);
+            delivered.push(first);
+            let lone = (t + 1e-3, 17, 22_000, 1300, k as u8);
+            sent.push(lone);
+            if k % 5 != 0 {
+                delivered.push(lone);
+            }
+            sent.push((t + 1.5e-3, 6, 40_000, 60, k as u8));
+        }
+        sent.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let sent = read_pcap(&pcap(&sent)).unwrap();
+        let delivered = read_pcap(&pcap(&delivered)).unwrap();
+        let flows = analyse(&sent, &delivered, 0.0);
+        assert_eq!(flows.len(), 2, "{flows:?}");
+        let (tcp_key, tcp) = &flows[0];
+        assert_eq!(tcp_key.label(), "tcp 198.19.0.100:40000");
+        assert_eq!((tcp.packets, tcp.bursts, tcp.dropped), (200, 100, 100));
+        assert_eq!(tcp.by_position[0], (100, 0));
+        assert_eq!(tcp.by_position[1], (100, 100));
+        let (udp_key, udp) = &flows[1];
+        assert_eq!(udp_key.label(), "udp 198.19.0.100:22000");
+        assert_eq!((udp.packets, udp.bursts, udp.dropped), (100, 100, 20));
+        assert_eq!(udp.by_position[0], (100, 20));
+        // The warm-up leaves out what came before it.
+        let late = analyse(&sent, &delivered, 0.1);
+        assert_eq!(late[0].1.packets, 100, "{late:?}");
+    }
+
+    #[test]
+    fn what_is_not_a_pcap_file_or_is_cut_short_is_one_error() {
+        assert!(read_pcap(b"short").unwrap_err().contains("shorter than its 24-byte header"));
+        assert!(read_pcap(&[0u8; 24]).unwrap_err().contains("unknown magic number"));
+        let mut data = pcap(&[(1.0, 17, 22_000, 1300, 1)]);
+        data.truncate(data.len() - 1);
+        assert!(read_pcap(&data).unwrap_err().contains("cut short"), "{:?}", read_pcap(&data));
+    }
+}
