@@ -66,7 +66,8 @@ impl AckDelay {
 }
 
 /// The receiver's maximum acknowledgement delay a controller assumes: RFC
-/// 9000's default of the `max_ack_delay` transport parameter.
+/// 9000's default of the `max_ack_delay` transport parameter, quiche's, and
+/// the one `flowshare get` advertises and holds an acknowledgement for.
 pub const ASSUMED_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 
 /// Packets per acknowledgement before any is measured: RFC 9000's

@@ -149,10 +149,15 @@ pub struct FlowArrivals {
     pub dropped: u64,
     /// Their IP bytes.
     pub bytes: u64,
-    /// Bursts they came in.
-    pub bursts: u64,
     /// Packets and dropped packets by position in their burst: 1, 2, 3, 4+.
     pub by_position: [(u64, u64); POSITIONS],
+}
+
+impl FlowArrivals {
+    /// Bursts the packets came in: one per packet that came first in its.
+    pub fn bursts(&self) -> u64 {
+        self.by_position[0].0
+    }
 }
 
 /// Per flow, what `sent` (the trace before the queue) brought to the
@@ -179,7 +184,6 @@ pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowK
         flow.packets += 1;
         flow.bytes += packet.bytes as u64;
         flow.dropped += u64::from(dropped);
-        flow.bursts += u64::from(position == 1);
         let slot = &mut flow.by_position[position.min(POSITIONS) - 1];
         slot.0 += 1;
         slot.1 += u64::from(dropped);
@@ -237,7 +241,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
             format!("{:.2}", flow.bytes as f64 * 8.0 / seconds / 1e6),
             flow.packets.to_string(),
             format!("{:.2}", 100.0 * flow.dropped as f64 / flow.packets.max(1) as f64),
-            format!("{:.2}", flow.packets as f64 / flow.bursts.max(1) as f64),
+            format!("{:.2}", flow.packets as f64 / flow.bursts().max(1) as f64),
         ];
         row.extend(flow.by_position.iter().map(|&slot| percent(slot)));
         table.row(row);
@@ -316,12 +320,12 @@ mod tests {
         assert_eq!(flows.len(), 2, "{flows:?}");
         let (tcp_key, tcp) = &flows[0];
         assert_eq!(tcp_key.label(), "tcp 198.19.0.100:40000");
-        assert_eq!((tcp.packets, tcp.bursts, tcp.dropped), (200, 100, 100));
+        assert_eq!((tcp.packets, tcp.bursts(), tcp.dropped), (200, 100, 100));
         assert_eq!(tcp.by_position[0], (100, 0));
         assert_eq!(tcp.by_position[1], (100, 100));
         let (udp_key, udp) = &flows[1];
         assert_eq!(udp_key.label(), "udp 198.19.0.100:22000");
-        assert_eq!((udp.packets, udp.bursts, udp.dropped), (100, 100, 20));
+        assert_eq!((udp.packets, udp.bursts(), udp.dropped), (100, 100, 20));
         assert_eq!(udp.by_position[0], (100, 20));
         // The warm-up leaves out what came before it.
         let late = analyse(&sent, &delivered, 0.1);

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use flowshare_controllers::ack_delay::ASSUMED_MAX_ACK_DELAY;
 use flowshare_controllers::Spec;
 
 use crate::endpoint::EndpointOptions;
@@ -12,11 +13,6 @@ use crate::io::Offload;
 /// Concurrent bidirectional streams the client lets the server open: HTTP/3
 /// servers open none, so this only has to be enough.
 const INITIAL_MAX_STREAMS_BIDI: u64 = 100;
-
-/// The longest the client holds an acknowledgement (`ack_every` above 1):
-/// quiche's default `max_ack_delay`, the one the client advertises, as the
-/// lab's receivers use (RFC 9000's default).
-pub const ACK_DELAY: Duration = Duration::from_millis(25);
 
 /// How the client runs.
 #[derive(Clone, Debug)]
@@ -44,10 +40,11 @@ pub struct ClientConfig {
     /// [`Offload::Off`]).
     pub offload: Offload,
     /// While it only receives, the client answers every `ack_every`-th
-    /// datagram at once and holds a lone one for up to
-    /// [`ACK_DELAY`], as RFC 9000 section 13.2.2
-    /// recommends (2) and Linux TCP receivers do; 1 answers every datagram
-    /// at once, as quiche does when the application sends after each.
+    /// datagram at once and holds a lone one for up to the `max_ack_delay`
+    /// it advertises ([`ASSUMED_MAX_ACK_DELAY`], the one the controllers
+    /// assume), as RFC 9000 section 13.2.2 recommends (2) and Linux TCP
+    /// receivers do; 1 answers every datagram at once, as quiche does when
+    /// the application sends after each.
     pub ack_every: u32,
 }
 
@@ -59,6 +56,8 @@ impl ClientConfig {
         quiche_config.set_application_protos(&[self.protocol.alpn()]).map_err(|e| format!("ALPN: {e}"))?;
         self.endpoint.configure(&mut quiche_config);
         quiche_config.set_initial_max_streams_bidi(INITIAL_MAX_STREAMS_BIDI);
+        // What `ack_every` holds an acknowledgement for, advertised.
+        quiche_config.set_max_ack_delay(ASSUMED_MAX_ACK_DELAY.as_millis() as u64);
         quiche_config.verify_peer(!self.insecure);
         if self.early_data {
             quiche_config.enable_early_data();

@@ -17,7 +17,6 @@ use quiche::h3::NameValue;
 use serde_json::json;
 
 use super::config::ClientConfig;
-use super::config::ACK_DELAY;
 use super::plan::Plan;
 use super::plan::Request;
 use super::plan::Sink;
@@ -34,6 +33,7 @@ use crate::log::Level;
 use crate::qlog;
 use crate::qlog::ControllerTrace;
 use crate::stats::Summary;
+use flowshare_controllers::ack_delay::ASSUMED_MAX_ACK_DELAY;
 use flowshare_quic::pacing::PacedSender;
 
 /// The outcome of one request.
@@ -239,7 +239,7 @@ impl ClientConn {
                 match self.quic.recv(datagram, info) {
                     Ok(_) => {
                         self.unanswered += 1;
-                        self.ack_due.get_or_insert_with(|| Instant::now() + ACK_DELAY);
+                        self.ack_due.get_or_insert_with(|| Instant::now() + ASSUMED_MAX_ACK_DELAY);
                     }
                     Err(e) => event!(Level::Debug, "packet_rejected", conn = self.id, error = e),
                 }
@@ -313,14 +313,17 @@ impl ClientConn {
     /// quiche acknowledges whenever the application sends after an
     /// ack-eliciting packet, so the client's sends pace its acknowledgements.
     fn holds_acknowledgement(&self, config: &ClientConfig) -> bool {
-        let only_receiving = !matches!(self.app, App::Handshaking)
+        // The count first: with `ack_every = 1` nothing is held and the
+        // transfers are not looked at.
+        self.unanswered > 0
+            && self.unanswered < config.ack_every
+            && !matches!(self.app, App::Handshaking)
             && self.next == self.transfers.len()
             && self.hq_unsent.is_none()
-            && self.transfers.iter().all(|transfer| transfer.upload.is_none() || transfer.upload_done)
             && self.completed < self.transfers.len()
             && !self.quic.is_draining()
-            && !self.quic.is_closed();
-        only_receiving && self.unanswered > 0 && self.unanswered < config.ack_every
+            && !self.quic.is_closed()
+            && self.transfers.iter().all(|transfer| transfer.upload.is_none() || transfer.upload_done)
     }
 
     /// Fails what is left and closes the connection, if it is still open,

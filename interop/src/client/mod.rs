@@ -24,7 +24,6 @@ use mio::Events;
 use mio::Poll;
 
 pub use config::ClientConfig;
-pub use config::ACK_DELAY;
 use connection::ClientConn;
 pub use connection::ConnectionReport;
 pub use connection::RequestReport;
