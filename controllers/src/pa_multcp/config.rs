@@ -98,8 +98,15 @@ impl PaMulTcpConfig {
         })
     }
 
-    /// The default assignment.
-    pub const DEFAULT_ASSIGNMENT: Assignment = Assignment::Clock;
+    /// The default assignment of a connection that spaces its packets as
+    /// `pacing` says: the probe's own clock when it paces, a draw when it
+    /// does not (module docs of [`super`]).
+    pub fn default_assignment(pacing: Pacing) -> Assignment {
+        match pacing {
+            Pacing::Even | Pacing::Flows => Assignment::Clock,
+            Pacing::Off => Assignment::Draw,
+        }
+    }
     /// The default probe.
     pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
     /// The default cap.
@@ -163,10 +170,11 @@ impl PaMulTcpConfig {
 impl AlgorithmConfig for PaMulTcpConfig {
     /// Parses `n`, `assign`, `probe`, `cap`, `pacing` and `thinning`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
-        let assignment = args.choice("assign", &ASSIGNMENTS)?.unwrap_or(PaMulTcpConfig::DEFAULT_ASSIGNMENT);
+        let assignment = args.choice("assign", &ASSIGNMENTS)?;
         let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
         let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        let assignment = assignment.unwrap_or(PaMulTcpConfig::default_assignment(pacing));
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let n = args.weight(weight_range(probe))?;
         Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap).with_pacing(pacing).with_thinning(thinning))
@@ -188,7 +196,7 @@ impl AlgorithmConfig for PaMulTcpConfig {
 impl fmt::Display for PaMulTcpConfig {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "pa-multcp:n={}", self.n)?;
-        if self.assignment != PaMulTcpConfig::DEFAULT_ASSIGNMENT {
+        if self.assignment != PaMulTcpConfig::default_assignment(self.pacing) {
             write!(f, ",assign={}", choice_name(&ASSIGNMENTS, self.assignment))?;
         }
         if self.probe != PaMulTcpConfig::DEFAULT_PROBE {

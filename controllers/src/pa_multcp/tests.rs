@@ -82,12 +82,31 @@ fn an_unpaced_connections_probe_clock_runs_faster() {
     use Loop::*;
     // Unpaced, the clock runs at 1.25 x 10 packets per 100 ms: one packet
     // every 8 ms, where the paced clock waits 9.09 ms.
-    let mut host = Host::new(pa_multcp("pa-multcp:n=4,pacing=off"));
+    let mut host = Host::new(pa_multcp("pa-multcp:n=4,pacing=off,assign=clock"));
     assert_eq!(loops_of(&mut host, 2), [Probe, Adjusting]);
     host.now = host.now + Duration::from_micros(7_900);
     assert_eq!(loops_of(&mut host, 1), [Adjusting]);
     host.now = host.now + Duration::from_micros(200);
     assert_eq!(loops_of(&mut host, 1), [Probe]);
+}
+
+#[test]
+fn an_unpaced_connection_draws_the_probes_packets_unless_told_otherwise() {
+    let assignment = |text: &str| crate::testing::config::<PaMulTcpConfig>(text).assignment;
+    assert_eq!(assignment("pa-multcp:n=4,pacing=off"), Assignment::Draw);
+    assert_eq!(assignment("pa-multcp:n=4,pacing=flows"), Assignment::Clock);
+    assert_eq!(assignment("pa-multcp:n=4,pacing=even"), Assignment::Clock);
+    assert_eq!(assignment("pa-multcp:n=4,assign=clock,pacing=off"), Assignment::Clock);
+    // The spec names the assignment only where it is not its pacing's default.
+    for (text, canonical) in [
+        ("pa-multcp:n=4,pacing=off", "pa-multcp:n=4,pacing=off"),
+        ("pa-multcp:n=4,pacing=off,assign=clock", "pa-multcp:n=4,assign=clock,pacing=off"),
+        ("pa-multcp:n=4,assign=draw", "pa-multcp:n=4,assign=draw"),
+    ] {
+        let spec: Spec = text.parse().unwrap();
+        assert_eq!(spec.to_string(), canonical);
+        assert_eq!(spec, canonical.parse().unwrap());
+    }
 }
 
 #[test]
