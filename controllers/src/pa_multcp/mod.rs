@@ -304,6 +304,17 @@ pub struct PaMulTcp {
     gaps: Gaps,
     /// Event counts.
     counters: Counters,
+    /// Packets the probe loop sent and lost: with the connection's totals
+    /// they tell whether the probe's packets meet the queue as the
+    /// connection's do.
+    probe_packets: ProbePackets,
+}
+
+/// The probe loop's packets, for snapshots.
+#[derive(Clone, Copy, Debug, Default)]
+struct ProbePackets {
+    sent: u64,
+    lost: u64,
 }
 
 impl PaMulTcp {
@@ -340,6 +351,7 @@ impl PaMulTcp {
             max_datagram_size: params.max_datagram_size,
             gaps,
             counters: Counters::default(),
+            probe_packets: ProbePackets::default(),
         }
     }
 
@@ -526,6 +538,7 @@ impl Controller for PaMulTcp {
         *self.in_flight_mut(owner) += packet.bytes;
         match owner {
             Loop::Probe => {
+                self.probe_packets.sent += 1;
                 self.probe.on_sent(packet.number);
                 self.loss_intervals.on_sent(packet.number, packet.time);
             }
@@ -555,7 +568,10 @@ impl Controller for PaMulTcp {
             let in_flight = self.in_flight_mut(owner);
             *in_flight = in_flight.saturating_sub(bytes);
             match owner {
-                Loop::Probe if packet.bytes > 0 => self.on_probe_loss(packet.number, event.now),
+                Loop::Probe if packet.bytes > 0 => {
+                    self.probe_packets.lost += 1;
+                    self.on_probe_loss(packet.number, event.now);
+                }
                 Loop::Probe => self.loss_intervals.on_acked(packet.number),
                 Loop::Adjusting if packet.bytes > 0 => {
                     if self.adjusting.on_loss(packet.number) {
@@ -655,6 +671,8 @@ impl Controller for PaMulTcp {
                 self.loss_event_rate().map(|p| ("loss_event_rate", Value::Real(p))),
                 self.w_max.map(|w_max| ("w_max", Value::Real(w_max * self.max_datagram_size as f64))),
                 Some(("probe_window", Value::Integer(self.probe.window() as u64))),
+                Some(("probe_packets_sent", Value::Integer(self.probe_packets.sent))),
+                Some(("probe_packets_lost", Value::Integer(self.probe_packets.lost))),
                 adjusting.then(|| ("adjusting_window", Value::Integer(self.adjusting.window() as u64))),
                 self.last_loop.map(|which| ("last_loop", Value::Name(which.name()))),
                 (self.config.cap == CapRule::Measured && adjusting).then(|| ("cap_gain", Value::Real(self.cap_gain))),

@@ -47,6 +47,16 @@ fn after_first_probe_loss(spec: &str) -> Host<PaMulTcp> {
 }
 
 #[test]
+fn snapshot_counts_the_probes_packets_sent_and_lost() {
+    let host = after_first_probe_loss("pa-multcp:n=4,probe=reno,assign=consecutive,cap=paper");
+    // Probe packets: 0..9 and 40..59; packet 40 lost.
+    let snapshot = host.controller.snapshot();
+    assert_eq!(snapshot.value("probe_packets_sent"), Some(Value::Integer(30)));
+    assert_eq!(snapshot.value("probe_packets_lost"), Some(Value::Integer(1)));
+    assert_eq!(host.controller.counters().packets_sent, 60);
+}
+
+#[test]
 fn drawn_assignment_gives_the_probe_its_share_of_the_packets() {
     // The draw is uniform: a fifth of 10 000 numbers fall below 0.2.
     let below = (0..10_000).filter(|&n| draw(n) < 0.2).count();
