@@ -170,6 +170,8 @@ impl PaMulTcpConfig {
 impl AlgorithmConfig for PaMulTcpConfig {
     /// Parses `n`, `assign`, `probe`, `cap`, `pacing` and `thinning`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
+        // Asked for first, so errors list the keys in the spec's order; its
+        // default depends on `pacing`, resolved below.
         let assignment = args.choice("assign", &ASSIGNMENTS)?;
         let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
         let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);

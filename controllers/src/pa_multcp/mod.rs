@@ -31,8 +31,9 @@
 //!   The adjusting loop runs the pair of a loop worth 3 (N - 1) flowshares
 //!   ([`loop_pair`]), stiff enough that its cap, not its own losses, sets
 //!   its rate, also where N - 1 is one flowshare of a CUBIC probe.
-//! * **`assign=clock`** (default of a paced connection): the probe loop keeps its own pacing
-//!   clock, the one a separate flow with its window would pace by, and
+//! * **`assign=clock`** (default of a paced connection): the probe loop
+//!   keeps its own pacing clock, the one a separate flow with its window
+//!   would pace by, and
 //!   takes the first packet sent after the clock falls due (while it has
 //!   room); the adjusting loop takes the packets between. The probe's
 //!   packets are then spaced as one flow's among the aggregate's, and it
@@ -53,22 +54,14 @@
 //! * **`assign=draw`** (default with `pacing=off`): an unpaced connection
 //!   sends a burst as each acknowledgement opens its window, and the
 //!   probe's clock falls due between bursts, so the clock gives the probe
-//!   the first packet of a burst: the one a full drop-tail queue drops
-//!   least (testbed, a trace at N = 4 against 4 Linux TCP CUBIC flows:
-//!   0.05 % of first packets dropped, 1.05 % of second ones). At N = 8
-//!   against those flows the clocked probe lost 0.9-1.2 % of its packets
-//!   where the whole connection lost 1.8-1.9 % (drawn: 1.4 % and
-//!   0.8 %; `probe_packets_lost` in the snapshot), saw a loss event rate of
-//!   0.0079-0.0086 and held 20 KB on average; drawn, 0.0099-0.0118 and
-//!   17 KB, about a fair twelfth of the path. The adjusting loop follows
-//!   the probe's mean, and the connection took 2.04 Mbit/s per flowshare
-//!   against 1.71 drawn (a fair split: 1.67), leaving each Linux flow 0.92
-//!   against 1.56: 2.20 flowshares each against 1.11 (testbed/README.md,
-//!   "Which packets an unpaced connection's probe takes"). The lab's
-//!   unpaced peers disagree: there the clock holds 51 of 72 judged cells
-//!   and the draw 35 (under by up to 0.52); the lab's peers are not Linux
-//!   (one weight-one connection takes 1.01 of a peer's share there, 0.75
-//!   in the testbed).
+//!   the first packet of a burst, the one a full drop-tail queue drops
+//!   least: in the testbed at N = 8 against 4 Linux TCP CUBIC flows the
+//!   clocked probe lost 0.9-1.2 % of its packets where the connection lost
+//!   1.8-1.9 % (`probe_packets_lost` in the snapshot), and the connection
+//!   took 2.20 flowshares each, drawn 1.11 (testbed/README.md, "Which
+//!   packets an unpaced connection's probe takes", has every figure). The
+//!   lab's unpaced peers, which are not Linux, prefer the clock (51 of 72
+//!   judged cells hold against the draw's 35).
 //! * **`probe=cubic`** (default): a flowshare is a CUBIC flow's, the traffic
 //!   a server meets (Linux TCP, quiche); `probe=reno` makes it a Reno
 //!   flow's. Against the other kind one flowshare is worth what that probe
@@ -235,8 +228,8 @@ const ADJUSTING_STIFFNESS: f64 = 3.0;
 /// under by up to 0.63).
 const PROBE_CLOCK_GAIN: f64 = 1.1;
 
-/// The clock's rate with `pacing=off,assign=clock`. An unpaced connection sends in
-/// bursts as acknowledgements come, the probe takes at most the first
+/// The clock's rate with `pacing=off,assign=clock`. An unpaced connection
+/// sends in bursts as acknowledgements come, the probe takes at most the first
 /// packet of a burst after its clock falls due, and bursts come less often
 /// than a paced connection's packets, so at [`PROBE_CLOCK_GAIN`] the probe
 /// sent below its window and measured less than a flowshare. The lab's
