@@ -371,6 +371,10 @@ fn reload_with_a_bad_file_keeps_the_old_policy_and_a_good_one_applies_to_new_con
     .expect("link");
     let through_link = link.client_facing_addr().to_string();
     let long = Running::spawn(get_command(&through_link, "fast.test", &["five.bin"], &site.path("long"), &[]));
+    // The long connection must be admitted before the first reload; on a
+    // loaded machine its handshake can otherwise land after the second.
+    let admitted = wait_for(&server.stderr, "admission", |line| line.contains("event=controller_selected"));
+    assert!(admitted.contains("multcp:n=4"), "{admitted}");
 
     std::fs::write(&policy, "[[rule]]\nsni = \"fast.test\"\ncc = \"multcp:n=4\"\nweight = [\n").expect("bad policy");
     server.signal("HUP");
