@@ -45,7 +45,7 @@
 //!   and measures less than a flowshare (the lab's small drop-tail paths:
 //!   0.63 to 0.87 of N at N >= 8); a probe that takes every packet it has
 //!   room for sends its window in bursts, sees fewer loss events and
-//!   measures more (1.5 to 1.9). The clock runs at [`PROBE_CLOCK_GAIN`]
+//!   measures more (1.5 to 1.9). The clock runs at `PROBE_CLOCK_GAIN` (1.1)
 //!   times the probe's window per RTT, measured on the lab's grid. Runs of
 //!   packets (`assign=consecutive`, the paper's) let the adjusting loop's
 //!   own overflows fall on adjusting packets and hide them from the probe
@@ -151,7 +151,8 @@
 //!
 //! # `probe=cubic`: holding N flowshares among CUBIC flows
 //!
-//! The probe loop is RFC 9438 CUBIC ([`CubicWindow`], MulCUBIC(N) below one
+//! The probe loop is RFC 9438 CUBIC
+//! ([`CubicWindow`](crate::cubic::CubicWindow), MulCUBIC(N) below one
 //! flowshare), so `p` approximates what a CUBIC flow sees. One CUBIC
 //! flowshare at `p` and RTT is CUBIC's average window
 //! `W̄_c = max(AVG_W_cubic, sqrt(3 / (2p)))` (RFC 9438 section 5, derived in
@@ -167,7 +168,7 @@
 //! `W̄_c` = 187.40 packets against Reno's 122.47, R = 1.5301, the adjusting
 //! loop is AIMD(2.1425, 0.065564) and `W_max` = 581.26 packets. The seed
 //! inverts CUBIC's epoch window instead of eq. (1)
-//! ([`cubic_loss_event_rate_at_epoch_window`]).
+//! ([`cubic_loss_event_rate_at_epoch_window`](crate::equations::cubic_loss_event_rate_at_epoch_window)).
 //!
 //! `W_max` decreases with `p` in both modes (for CUBIC the pair's `2/(2 - b)`
 //! grows as R falls, but `W̄_c` falls faster); a property test checks it.
