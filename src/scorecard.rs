@@ -36,6 +36,13 @@ struct TestbedArgs {
     /// Output directory.
     #[arg(long, default_value = "scorecard-testbed")]
     out: PathBuf,
+    /// Keep the runs an earlier invocation finished in --out (the same
+    /// scenario and seed) and run only the rest: an interrupted campaign
+    /// goes on where it stopped, a larger --seeds adds runs to a finished
+    /// one. The kept runs are taken as they are: after a rebuild that
+    /// changes the endpoints, start afresh in another --out.
+    #[arg(long)]
+    resume: bool,
 }
 
 /// Runs `flowshare scorecard ...`.
@@ -45,7 +52,7 @@ pub fn run(args: ScorecardArgs) -> Result<(), String> {
         ScorecardCommand::Testbed(args) => {
             let options = args.grid.options.options()?;
             let campaign = flowshare_testbed::scorecard::campaign(&options, args.grid.shard()?)?;
-            let card = flowshare_testbed::scorecard::run_checked(&campaign, &args.machine, &args.out)?;
+            let card = flowshare_testbed::scorecard::run_checked(&campaign, &args.machine, &args.out, args.resume)?;
             scorecard::finish(&card, &args.out)?
         }
         ScorecardCommand::Merge(args) => scorecard::merge_command(&args)?,

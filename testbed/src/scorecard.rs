@@ -14,6 +14,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use flowshare_lab::options::Options;
+use flowshare_lab::report;
 use flowshare_lab::scenario::TESTBED_START_SPREAD_S;
 use flowshare_lab::scorecard::campaign::Campaign;
 use flowshare_lab::scorecard::campaign::Job;
@@ -30,6 +31,8 @@ use flowshare_lab::scorecard::grid::QUEUES;
 use flowshare_lab::scorecard::PRECISION;
 use flowshare_lab::scorecard::TOLERANCE;
 use flowshare_lab::setup::JitterShape;
+use serde::Deserialize;
+use serde::Serialize;
 
 use crate::builtin;
 use crate::builtin::Case;
@@ -157,23 +160,69 @@ fn case(campaign: &Campaign, job: &Job) -> Result<Case, String> {
     Ok(Case { name: builtin::file_safe(&name), scenario })
 }
 
+/// The file in a run's directory that keeps its sample for `--resume`.
+const KEPT_RUN: &str = "sample.json";
+
+/// What a finished run keeps for a later `--resume`: with the scenario and
+/// seed it ran, so that a run of anything else is never taken for it.
+#[derive(Serialize, Deserialize)]
+struct KeptRun {
+    scenario: String,
+    seed: u64,
+    /// `None`: the run finished but a role had no throughput.
+    sample: Option<Sample>,
+}
+
+/// The sample of the run an earlier invocation finished in `dir`, if it
+/// left one; an error if that run was of another scenario or seed.
+fn kept_run(dir: &FilePath, scenario: &str, seed: u64) -> Result<Option<Option<Sample>>, String> {
+    let path = dir.join(KEPT_RUN);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let kept: KeptRun = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if kept.scenario != scenario || kept.seed != seed {
+        return Err(format!(
+            "{} is a run of another scenario or seed; --resume continues only the campaign that wrote this directory (another --out starts afresh)",
+            path.display()
+        ));
+    }
+    Ok(Some(kept.sample))
+}
+
+fn keep_run(dir: &FilePath, kept: &KeptRun) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(kept).map_err(|e| format!("cannot encode {KEPT_RUN}: {e}"))?;
+    report::write_file(dir, KEPT_RUN, &(text + "\n"))
+}
+
 /// Checks the machine, removes what killed runs left, and runs the
 /// campaign, stopping cleanly at Ctrl-C.
-pub fn run_checked(campaign: &Campaign, machine: &MachineArgs, out: &FilePath) -> Result<Scorecard, String> {
+pub fn run_checked(
+    campaign: &Campaign,
+    machine: &MachineArgs,
+    out: &FilePath,
+    resume: bool,
+) -> Result<Scorecard, String> {
     crate::requirements::check()?;
     for stale in crate::netns::remove_stale() {
         eprintln!("note: removed namespace {stale} left by a run that was killed");
     }
     let interrupted = crate::cli::interrupt_flag()?;
-    run(campaign, machine, out, &interrupted)
+    run(campaign, machine, out, resume, &interrupted)
 }
 
 /// Runs the campaign through the testbed, one run at a time; each run's
-/// files go under `out/runs/`.
+/// files go under `out/runs/`. With `resume`, a run an earlier invocation
+/// finished in the same directory (same scenario and seed) is kept, not
+/// repeated: an interrupted campaign goes on where it stopped, and more
+/// `--seeds` add runs to a finished one.
 pub fn run(
     campaign: &Campaign,
     machine: &MachineArgs,
     out: &FilePath,
+    resume: bool,
     interrupted: &AtomicBool,
 ) -> Result<Scorecard, String> {
     let mut budget = Duration::from_secs_f64(machine.wait_quiet.max(0.0));
@@ -186,6 +235,29 @@ pub fn run(
         for (k, job) in jobs.iter().enumerate() {
             let case = case(campaign, job)?;
             let dir = out.join("runs").join(&case.name).join(format!("seed-{}", job.seed));
+            let scenario = case.scenario.to_toml();
+            if resume {
+                if let Some(sample) = kept_run(&dir, &scenario, job.seed)? {
+                    eprintln!(
+                        "[scorecard round {round}] run {}/{}: {} (seed {}) kept from an earlier invocation",
+                        k + 1,
+                        jobs.len(),
+                        case.name,
+                        job.seed
+                    );
+                    samples.push(sample);
+                    succeeded += 1;
+                    continue;
+                }
+            }
+            // The directory's files are about to be replaced: a sample kept
+            // from before must not outlive them if this run fails.
+            match std::fs::remove_file(dir.join(KEPT_RUN)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(format!("cannot remove {}: {e}", dir.join(KEPT_RUN).display()))
+                }
+                _ => {}
+            }
             let elapsed = started.elapsed().as_secs_f64();
             // Until a run has finished there is no pace to extrapolate.
             let left = match done {
@@ -202,7 +274,9 @@ pub fn run(
             match crate::cli::run_case(&case, job.seed, &dir, machine, &mut budget, interrupted) {
                 Ok((outcome, summary, _)) => {
                     let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
-                    samples.push(Sample::of(&outcome.run, outcome.emulation.trusted && quiet));
+                    let sample = Sample::of(&outcome.run, outcome.emulation.trusted && quiet);
+                    keep_run(&dir, &KeptRun { scenario, seed: job.seed, sample })?;
+                    samples.push(sample);
                     succeeded += 1;
                 }
                 Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
@@ -254,6 +328,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_kept_run_is_taken_back_only_for_its_own_scenario_and_seed() {
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-kept-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(kept_run(&dir, "scenario", 7), Ok(None), "nothing kept yet");
+
+        let sample = Sample {
+            fairness_index: 0.91,
+            weighted_loss_event_rate: 0.0031,
+            standard_loss_event_rate: 0.0022,
+            utilization: 0.9986,
+            trusted: false,
+        };
+        keep_run(&dir, &KeptRun { scenario: "scenario".into(), seed: 16490336266968443936, sample: Some(sample) })
+            .expect("kept");
+        assert_eq!(kept_run(&dir, "scenario", 16490336266968443936), Ok(Some(Some(sample))));
+        for (scenario, seed) in [("another scenario", 16490336266968443936), ("scenario", 7)] {
+            let error = kept_run(&dir, scenario, seed).expect_err("another run's");
+            assert!(error.contains("is a run of another scenario or seed"), "{error}");
+        }
+        std::fs::write(dir.join(KEPT_RUN), "{").expect("truncated");
+        let error = kept_run(&dir, "scenario", 7).expect_err("unreadable");
+        assert!(error.starts_with(&dir.join(KEPT_RUN).display().to_string()), "{error}");
+        std::fs::remove_dir_all(&dir).expect("clean up");
     }
 
     #[test]

@@ -11,17 +11,22 @@ use crate::result::RunResult;
 use crate::setup::JitterShape;
 use crate::setup::Role;
 
-/// What one run is reduced to.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What one run is reduced to (serialised so that a testbed campaign can
+/// keep the runs an earlier invocation finished).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// Throughput per flowshare of the controller's connections over the
     /// mean standard flow's.
+    #[serde(with = "number")]
     pub fairness_index: f64,
     /// The controller's connections' mean loss event rate.
+    #[serde(with = "number")]
     pub weighted_loss_event_rate: f64,
     /// The standard flows' mean loss event rate.
+    #[serde(with = "number")]
     pub standard_loss_event_rate: f64,
     /// Utilisation of the bottleneck.
+    #[serde(with = "number")]
     pub utilization: f64,
     /// Whether the run can be trusted (the testbed's real-time emulation
     /// kept up and the machine was quiet; always in the lab).
