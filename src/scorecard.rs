@@ -43,6 +43,14 @@ struct TestbedArgs {
     /// changes the endpoints, start afresh in another --out.
     #[arg(long)]
     resume: bool,
+    /// Runs at the same time, each with namespaces and an ns-3 of its own.
+    /// One run of the grid's paths takes about 0.4 of a core; at 2 on two
+    /// cores ns-3's wait for a CPU rises from about 12 to 18 µs per wake-up
+    /// and real time holds (testbed/README.md). The load gate sees the
+    /// campaign's own runs too (about 1 each): raise --max-load by
+    /// jobs - 1.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
+    jobs: u64,
 }
 
 /// Runs `flowshare scorecard ...`.
@@ -52,7 +60,8 @@ pub fn run(args: ScorecardArgs) -> Result<(), String> {
         ScorecardCommand::Testbed(args) => {
             let options = args.grid.options.options()?;
             let campaign = flowshare_testbed::scorecard::campaign(&options, args.grid.shard()?)?;
-            let card = flowshare_testbed::scorecard::run_checked(&campaign, &args.machine, &args.out, args.resume)?;
+            let execution = flowshare_testbed::scorecard::Execution { resume: args.resume, jobs: args.jobs as usize };
+            let card = flowshare_testbed::scorecard::run_checked(&campaign, &args.machine, &args.out, execution)?;
             scorecard::finish(&card, &args.out)?
         }
         ScorecardCommand::Merge(args) => scorecard::merge_command(&args)?,

@@ -19,6 +19,7 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -97,7 +98,7 @@ pub struct MachineArgs {
     pub(crate) wait_quiet: f64,
     /// The ns-3 program (default: built by testbed/ns3/build.sh).
     #[arg(long)]
-    ns3: Option<PathBuf>,
+    pub(crate) ns3: Option<PathBuf>,
     /// Abort a run when ns-3 lags real time by more than this many ms (0:
     /// best effort, with the lag measured and reported).
     #[arg(long, default_value_t = 0.0)]
@@ -109,6 +110,11 @@ pub struct MachineArgs {
     /// 20 Mbit/s).
     #[arg(long)]
     pcap: bool,
+    /// Whether other runs go on at the same time (`scorecard testbed
+    /// --jobs`): progress is then printed a line at a time, never rewritten
+    /// in place.
+    #[arg(skip)]
+    pub(crate) concurrent: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -206,9 +212,9 @@ pub fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
 const LOAD_POLL: Duration = Duration::from_secs(20);
 
 /// Waits for a quiet machine, spending at most `budget` (shared by all the
-/// runs of an invocation); returns the 1-minute load the run starts with
-/// and whether it was below the limit.
-fn wait_quiet(machine: &MachineArgs, budget: &mut Duration, interrupted: &AtomicBool) -> (f64, bool) {
+/// runs of an invocation, concurrent ones included); returns the 1-minute
+/// load the run starts with and whether it was below the limit.
+fn wait_quiet(machine: &MachineArgs, budget: &Mutex<Duration>, interrupted: &AtomicBool) -> (f64, bool) {
     let Some(limit) = machine.max_load else { return (run::load_average()[0], true) };
     let mut last_note = None::<Instant>;
     loop {
@@ -216,23 +222,25 @@ fn wait_quiet(machine: &MachineArgs, budget: &mut Duration, interrupted: &Atomic
         if load < limit {
             return (load, true);
         }
-        if budget.is_zero() || interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+        let left = *budget.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if left.is_zero() || interrupted.load(std::sync::atomic::Ordering::Relaxed) {
             eprintln!("warning: load average {load:.2} >= {limit} and the wait budget is spent; running anyway, marked in summary.json");
             return (load, false);
         }
         if last_note.is_none_or(|at| at.elapsed() >= Duration::from_secs(300)) {
             eprintln!(
                 "[testbed] load average {load:.2} >= {limit}: waiting for a quiet machine ({:.0} s of waiting left)",
-                budget.as_secs_f64()
+                left.as_secs_f64()
             );
             last_note = Some(Instant::now());
         }
-        let pause = LOAD_POLL.min(*budget);
+        let pause = LOAD_POLL.min(left);
         let until = Instant::now() + pause;
         while Instant::now() < until && !interrupted.load(std::sync::atomic::Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(200));
         }
-        *budget = budget.saturating_sub(pause);
+        let mut left = budget.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *left = left.saturating_sub(pause);
     }
 }
 
@@ -251,7 +259,7 @@ pub(crate) fn run_case(
     seed: u64,
     dir: &Path,
     machine: &MachineArgs,
-    budget: &mut Duration,
+    budget: &Mutex<Duration>,
     interrupted: &AtomicBool,
 ) -> Result<(Outcome, Value, String), String> {
     let mut notes = String::new();
@@ -259,7 +267,12 @@ pub(crate) fn run_case(
     eprint!("{notes}");
     report::write_file(dir, "scenario.toml", &case.scenario.to_toml())?;
     let (load, quiet) = wait_quiet(machine, budget, interrupted);
-    let options = RunOptions { ns3: machine.ns3.clone(), hard_limit_ms: machine.hard_limit, pcap: machine.pcap };
+    let options = RunOptions {
+        ns3: machine.ns3.clone(),
+        hard_limit_ms: machine.hard_limit,
+        pcap: machine.pcap,
+        progress_in_place: !machine.concurrent,
+    };
     let measured = run::run(&plan, dir, &options, interrupted)?;
     let outcome = results::outcome(&plan, &measured);
     results::write(dir, &plan, &outcome, &measured)?;
@@ -311,7 +324,7 @@ fn run_all(
     let single = cases.len() == 1 && seeds == 1;
     let total = cases.len() * seeds;
     let mut runs = Runs { finished: Vec::new(), failed: Vec::new() };
-    let mut budget = Duration::from_secs_f64(machine.wait_quiet.max(0.0));
+    let budget = Mutex::new(Duration::from_secs_f64(machine.wait_quiet.max(0.0)));
     for case in cases {
         for replicate in 0..seeds {
             let seed = if seeds > 1 { derive_seed(options.seed, replicate as u64) } else { options.seed };
@@ -319,7 +332,7 @@ fn run_all(
             let dir = if single { out.to_path_buf() } else { out.join(&dir_name) };
             let number = runs.finished.len() + runs.failed.len() + 1;
             eprintln!("[testbed] {name}: run {number}/{total}: {dir_name} (seed {seed})");
-            match run_case(case, seed, &dir, machine, &mut budget, interrupted) {
+            match run_case(case, seed, &dir, machine, &budget, interrupted) {
                 Ok((outcome, summary, table)) => {
                     print!("{}\n{table}", case.scenario.scenario.name);
                     runs.finished.push(Finished { dir_name, case: case.name.clone(), seed, outcome, summary });

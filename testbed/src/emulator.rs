@@ -191,6 +191,11 @@ impl Emulator {
         !processes.exited(self.id)
     }
 
+    /// ns-3's process id, while it runs.
+    pub fn pid(&self, processes: &mut Processes) -> Option<u32> {
+        self.running(processes).then(|| processes.child_mut(self.id).id())
+    }
+
     /// Why ns-3 is not running.
     pub fn failure(&self, processes: &mut Processes) -> String {
         processes.describe_failure(self.id)

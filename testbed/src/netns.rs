@@ -6,8 +6,9 @@
 //!  c1 198.18.1.100[,.101..] ---- l1 ~ left node 1 ~~ link 1 ~~/
 //! ```
 //!
-//! Everything is created inside namespaces named `fstb-PID-{client,sim,
-//! server}`: the veths are born in their namespaces (`ip link add ... netns`),
+//! Everything is created inside namespaces named `fstb-PID-K-{client,sim,
+//! server}` (K counts the runs of the process, which may run several at
+//! once): the veths are born in their namespaces (`ip link add ... netns`),
 //! so no interface, address or route of the host namespace is ever touched,
 //! and concurrent runs cannot collide. The sim namespace's kernel does not
 //! forward (IPv4 forwarding off, IPv6 off, FORWARD policy DROP) and its
@@ -18,6 +19,8 @@
 
 use std::process::Command;
 use std::process::Stdio;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -99,6 +102,9 @@ pub fn remove_stale() -> Vec<String> {
     removed
 }
 
+/// Runs this process has created namespaces for: the K of their names.
+static RUNS: AtomicUsize = AtomicUsize::new(0);
+
 /// The namespaces of one run.
 pub struct Topology {
     /// Client namespace.
@@ -109,6 +115,8 @@ pub struct Topology {
     pub server: String,
     /// Number of bottleneck links.
     pub links: usize,
+    /// What every namespace name of this run starts with.
+    pub prefix: String,
     created: Vec<String>,
 }
 
@@ -116,13 +124,13 @@ impl Topology {
     /// Creates the namespaces for `clients_per_link.len()` links, with
     /// `clients_per_link[i]` client addresses on link `i`.
     pub fn create(clients_per_link: &[usize], tcp_pacing: bool) -> Result<Topology, String> {
-        let pid = std::process::id();
-        let name = |role: &str| format!("{PREFIX}{pid}-{role}");
+        let prefix = format!("{PREFIX}{}-{}-", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
         let mut topology = Topology {
-            client: name("client"),
-            sim: name("sim"),
-            server: name("server"),
+            client: format!("{prefix}client"),
+            sim: format!("{prefix}sim"),
+            server: format!("{prefix}server"),
             links: clients_per_link.len(),
+            prefix,
             created: Vec::new(),
         };
         topology.configure(clients_per_link)?;

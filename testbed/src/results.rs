@@ -53,6 +53,10 @@ pub struct Emulation {
     pub socket_drops: u64,
     /// Whether the run's numbers can be trusted (see the constants).
     pub trusted: bool,
+    /// ns-3's mean wait for a CPU each time it woke, µs (where measured):
+    /// concurrent runs (`scorecard testbed --jobs`) raise it before they
+    /// make real time lag.
+    pub cpu_wait_us: Option<f64>,
 }
 
 impl Emulation {
@@ -76,6 +80,7 @@ impl Emulation {
             late_ticks,
             socket_drops,
             trusted,
+            cpu_wait_us: None,
         }
     }
 
@@ -96,7 +101,8 @@ impl Emulation {
     pub fn to_json(&self) -> Value {
         json!({"max_lag_ms": report::number(Some(self.max_lag_ms)), "mean_lag_ms": report::number(Some(self.mean_lag_ms)),
             "ticks": self.ticks, "late_ticks": self.late_ticks, "late_tick_ms": LATE_TICK_MS,
-            "socket_drops": self.socket_drops, "trusted": self.trusted})
+            "socket_drops": self.socket_drops, "trusted": self.trusted,
+            "ns3_cpu_wait_us_per_wakeup": report::number(self.cpu_wait_us)})
     }
 }
 
@@ -293,7 +299,10 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
         },
         goodput_bps,
         per_link_bytes,
-        emulation: Emulation::from_summary(&measured.ns3_summary),
+        emulation: Emulation {
+            cpu_wait_us: measured.ns3_cpu.map(|cpu| cpu.wait_per_slice_us()),
+            ..Emulation::from_summary(&measured.ns3_summary)
+        },
         load: (measured.load_before, measured.load_after),
         goodput_series,
     }
@@ -508,6 +517,7 @@ path = ["b"]
             completions: vec![None, None],
             load_before: [0.1; 3],
             load_after: [0.2; 3],
+            ns3_cpu: None,
         };
         let outcome = outcome(&plan, &measured);
         let run = &outcome.run;
@@ -564,6 +574,7 @@ path = ["b"]
             completions: vec![None],
             load_before: [0.0; 3],
             load_after: [0.0; 3],
+            ns3_cpu: None,
         };
         let outcome = outcome(&plan, &measured);
         // Data from 1.4 s to 3.9 s: 1 to 4 s holds 2.5 s of it, 3.125 MB

@@ -49,6 +49,9 @@ pub struct RunOptions {
     /// Keep ns-3's packet traces of the emulated devices in the run's
     /// directory.
     pub pcap: bool,
+    /// Rewrite one progress line in place when stderr is a terminal (false
+    /// when other runs print theirs at the same time).
+    pub progress_in_place: bool,
 }
 
 /// Everything measured in a run, before it is turned into reports.
@@ -73,6 +76,39 @@ pub struct Measurements {
     pub load_before: [f64; 3],
     /// See `load_before`.
     pub load_after: [f64; 3],
+    /// How long ns-3 waited for a CPU over the run, read just before it
+    /// stopped (`None` where the kernel has no schedstat).
+    pub ns3_cpu: Option<SchedStat>,
+}
+
+/// A process's CPU time and run-queue wait, from `/proc/PID/schedstat`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SchedStat {
+    /// Time on a CPU, ns.
+    pub run_ns: u64,
+    /// Time runnable but waiting for a CPU, ns.
+    pub wait_ns: u64,
+    /// Times it was put on a CPU.
+    pub slices: u64,
+}
+
+impl SchedStat {
+    /// Process `pid`'s, if the kernel keeps them.
+    pub fn of(pid: u32) -> Option<SchedStat> {
+        SchedStat::parse(&std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)
+    }
+
+    fn parse(text: &str) -> Option<SchedStat> {
+        let mut fields = text.split_whitespace().map(|field| field.parse::<u64>().ok());
+        Some(SchedStat { run_ns: fields.next()??, wait_ns: fields.next()??, slices: fields.next()?? })
+    }
+
+    /// Mean wait for a CPU each time the process became runnable, µs: what
+    /// concurrent runs or other load add to the emulator's reaction time
+    /// (10-20 µs on a quiet two-core machine).
+    pub fn wait_per_slice_us(&self) -> f64 {
+        self.wait_ns as f64 / self.slices.max(1) as f64 / 1e3
+    }
 }
 
 /// What goodput sample times count from.
@@ -207,7 +243,7 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
     let mut next_event = 0;
     let mut next_sample = 0.0;
     let mut next_progress = 0.0;
-    let progress_on_terminal = std::io::stderr().is_terminal();
+    let progress_on_terminal = options.progress_in_place && std::io::stderr().is_terminal();
     let mut quic_samples: Vec<Vec<(f64, u64)>> = plan.flows.iter().map(|_| vec![(0.0, 0)]).collect();
     loop {
         if interrupted.load(Ordering::Relaxed) {
@@ -301,10 +337,12 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
             }
         }
     }
+    let ns3_cpu = emulator.pid(&mut processes).and_then(SchedStat::of);
     emulator.stop(&mut processes)?;
     processes.terminate_all();
     drop(processes);
     drop(endpoints);
+    let prefix = topology.prefix.clone();
     drop(topology);
     let load_after = load_average();
 
@@ -346,7 +384,7 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
     }
     layout.remove_downloads();
     eprint!("{notes}");
-    if netns::list().iter().any(|name| name.starts_with(&format!("{}{}-", netns::PREFIX, std::process::id()))) {
+    if netns::list().iter().any(|name| name.starts_with(&prefix)) {
         return Err("namespaces of this run are still there after teardown".into());
     }
     Ok(Measurements {
@@ -359,6 +397,7 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
         completions,
         load_before,
         load_after,
+        ns3_cpu,
     })
 }
 
@@ -366,6 +405,17 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
 mod tests {
     use super::*;
     use crate::scenario::TestbedScenario;
+
+    #[test]
+    fn schedstat_is_read_and_a_malformed_one_is_none() {
+        let stat = SchedStat::parse("8869000000 2217300000 197680\n").expect("three numbers");
+        assert_eq!(stat, SchedStat { run_ns: 8_869_000_000, wait_ns: 2_217_300_000, slices: 197_680 });
+        assert!((stat.wait_per_slice_us() - 11.217).abs() < 0.001, "{}", stat.wait_per_slice_us());
+        assert_eq!(SchedStat::parse("8869000000 x 197680"), None);
+        assert_eq!(SchedStat::parse("8869000000"), None);
+        let own = SchedStat::of(std::process::id()).expect("this kernel keeps schedstat");
+        assert!(own.run_ns > 0 && own.slices > 0, "{own:?}");
+    }
 
     #[test]
     fn cbr_on_off_toggles_alternate_inside_the_flow_and_end_off() {

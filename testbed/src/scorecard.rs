@@ -3,13 +3,15 @@
 //!
 //! The grid's peers are those of the testbed's built-ins: Linux TCP
 //! (`tcp-cubic`, `tcp-reno`: iperf3) and quiche's own (`cubic`, `reno`).
-//! Runs are real time and one at a time, each behind the load gate; a run
-//! whose emulation lagged or that started on a busy machine counts, but is
-//! marked (`untrusted` in the scorecard).
+//! Runs are real time, one at a time unless `--jobs` says otherwise, each
+//! behind the load gate; a run whose emulation lagged or that started on a
+//! busy machine counts, but is marked (`untrusted` in the scorecard).
 
 use std::path::Path as FilePath;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -52,6 +54,18 @@ const WEIGHTS: [f64; 4] = [0.5, 2.0, 4.0, 8.0];
 /// Standard flows next to the weighted connection: four average out a
 /// single peer's luck at a rate ns-3 keeps up with on two cores.
 const STANDARD_FLOWS: usize = 4;
+
+/// Seconds per run of the full grid. The fairness index's spread over
+/// runs falls as the square root of the time measured: a weight-one
+/// control against four Linux TCP CUBIC flows spread 14-35 % (standard
+/// deviation over the mean) in 40 s runs and 7 % in 160 s runs (the first
+/// quarter warm-up), where about ten runs bring its 95 % interval within
+/// the scorecard's ±5 % (testbed/README.md).
+const FULL_DURATION_S: f64 = 160.0;
+
+/// Runs per cell of the full grid: six, then two more at a time while the
+/// cell's interval is wider than ±5 %, up to sixteen.
+const FULL_SEEDS: Seeds = Seeds { min: 6, max: 16, step: 2 };
 
 /// The testbed's paths: 20 Mbit/s at 40 ms and 50 Mbit/s at 20 ms, runs
 /// of `duration_s` real seconds.
@@ -102,7 +116,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         builtin::peer(pacing(peer).0, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
     }
     let weights = options.n.clone().unwrap_or_else(|| if quick { vec![0.5, 4.0] } else { WEIGHTS.to_vec() });
-    let duration_s = options.duration_s.unwrap_or(if quick { 40.0 } else { 80.0 });
+    let duration_s = options.duration_s.unwrap_or(if quick { 40.0 } else { FULL_DURATION_S });
     let mut paths = paths(options.standard_flows.unwrap_or(STANDARD_FLOWS), duration_s);
     if quick {
         paths.truncate(1);
@@ -123,7 +137,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     let seeds = match options.seeds {
         Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
         None if quick => Seeds { min: 2, max: 2, step: 1 },
-        None => Seeds { min: 4, max: 8, step: 2 },
+        None => FULL_SEEDS,
     };
     Ok(Campaign {
         kind: "testbed",
@@ -197,46 +211,76 @@ fn keep_run(dir: &FilePath, kept: &KeptRun) -> Result<(), String> {
     report::write_file(dir, KEPT_RUN, &(text + "\n"))
 }
 
+/// How a campaign runs on this machine.
+#[derive(Clone, Copy, Debug)]
+pub struct Execution {
+    /// Keep the runs an earlier invocation finished in the output
+    /// directory (same scenario and seed) instead of repeating them.
+    pub resume: bool,
+    /// Runs at the same time, each in namespaces and an ns-3 of its own.
+    pub jobs: usize,
+}
+
 /// Checks the machine, removes what killed runs left, and runs the
 /// campaign, stopping cleanly at Ctrl-C.
 pub fn run_checked(
     campaign: &Campaign,
     machine: &MachineArgs,
     out: &FilePath,
-    resume: bool,
+    execution: Execution,
 ) -> Result<Scorecard, String> {
     crate::requirements::check()?;
     for stale in crate::netns::remove_stale() {
         eprintln!("note: removed namespace {stale} left by a run that was killed");
     }
     let interrupted = crate::cli::interrupt_flag()?;
-    run(campaign, machine, out, resume, &interrupted)
+    run(campaign, machine, out, execution, &interrupted)
 }
 
-/// Runs the campaign through the testbed, one run at a time; each run's
-/// files go under `out/runs/`. With `resume`, a run an earlier invocation
-/// finished in the same directory (same scenario and seed) is kept, not
-/// repeated: an interrupted campaign goes on where it stopped, and more
-/// `--seeds` add runs to a finished one.
+/// What the runs of a campaign have done so far, shared by its workers.
+#[derive(Default)]
+struct Progress {
+    /// Runs that ended, failed ones included (kept ones not).
+    done: usize,
+    /// Runs with a result, kept ones included.
+    succeeded: usize,
+    first_failure: Option<String>,
+}
+
+/// Runs the campaign through the testbed, `execution.jobs` runs at a time;
+/// each run's files go under `out/runs/`. With `execution.resume`, a run an
+/// earlier invocation finished in the same directory (same scenario and
+/// seed) is kept, not repeated: an interrupted campaign goes on where it
+/// stopped, and more `--seeds` add runs to a finished one.
 pub fn run(
     campaign: &Campaign,
     machine: &MachineArgs,
     out: &FilePath,
-    resume: bool,
+    execution: Execution,
     interrupted: &AtomicBool,
 ) -> Result<Scorecard, String> {
-    let mut budget = Duration::from_secs_f64(machine.wait_quiet.max(0.0));
+    if execution.jobs == 0 {
+        return Err("--jobs must be at least 1".into());
+    }
+    let mut machine = machine.clone();
+    machine.concurrent = execution.jobs > 1;
+    if machine.ns3.is_none() {
+        // Once, before the workers: each would otherwise run the build.
+        machine.ns3 = Some(crate::emulator::build()?);
+    }
+    let machine = &machine;
+    let budget = Mutex::new(Duration::from_secs_f64(machine.wait_quiet.max(0.0)));
     let started = Instant::now();
-    let mut done = 0usize;
-    let mut succeeded = 0usize;
-    let mut first_failure: Option<String> = None;
+    let progress = Mutex::new(Progress::default());
+    let lock = || progress.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut execute = |jobs: &[Job], round: usize| {
-        let mut samples = Vec::with_capacity(jobs.len());
+        let mut samples: Vec<Option<Option<Sample>>> = vec![None; jobs.len()];
+        let mut pending = Vec::new();
         for (k, job) in jobs.iter().enumerate() {
             let case = case(campaign, job)?;
             let dir = out.join("runs").join(&case.name).join(format!("seed-{}", job.seed));
             let scenario = case.scenario.to_toml();
-            if resume {
+            if execution.resume {
                 if let Some(sample) = kept_run(&dir, &scenario, job.seed)? {
                     eprintln!(
                         "[scorecard round {round}] run {}/{}: {} (seed {}) kept from an earlier invocation",
@@ -245,8 +289,8 @@ pub fn run(
                         case.name,
                         job.seed
                     );
-                    samples.push(sample);
-                    succeeded += 1;
+                    samples[k] = Some(sample);
+                    lock().succeeded += 1;
                     continue;
                 }
             }
@@ -258,42 +302,88 @@ pub fn run(
                 }
                 _ => {}
             }
-            let elapsed = started.elapsed().as_secs_f64();
-            // Until a run has finished there is no pace to extrapolate.
-            let left = match done {
-                0 => "the round's length is known after its first run".to_string(),
-                done => format!("round ends in about {:.0} s", elapsed / done as f64 * (jobs.len() - k) as f64),
-            };
-            eprintln!(
-                "[scorecard round {round}] run {}/{}: {} (seed {}), {elapsed:.0} s elapsed, {left}",
-                k + 1,
-                jobs.len(),
-                case.name,
-                job.seed
-            );
-            match crate::cli::run_case(&case, job.seed, &dir, machine, &mut budget, interrupted) {
-                Ok((outcome, summary, _)) => {
-                    let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
-                    let sample = Sample::of(&outcome.run, outcome.emulation.trusted && quiet);
-                    keep_run(&dir, &KeptRun { scenario, seed: job.seed, sample })?;
-                    samples.push(sample);
-                    succeeded += 1;
-                }
-                Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
-                Err(error) => {
-                    eprintln!("[scorecard] {} seed {} failed: {error}", case.name, job.seed);
-                    first_failure.get_or_insert_with(|| format!("{} seed {}: {error}", case.name, job.seed));
-                    samples.push(None);
-                }
-            }
-            done += 1;
+            pending.push((k, case, dir, scenario));
         }
-        Ok(samples)
+        let to_run = pending.len();
+        let next = AtomicUsize::new(0);
+        // Set by the first worker that fails, so that the others start no
+        // further run.
+        let stop = AtomicBool::new(false);
+        let results = Mutex::new(Vec::with_capacity(to_run));
+        let runs = || -> Result<(), String> {
+            loop {
+                let position = next.fetch_add(1, Ordering::Relaxed);
+                let Some((k, case, dir, scenario)) = pending.get(position) else { return Ok(()) };
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                if interrupted.load(Ordering::Relaxed) {
+                    return Err("interrupted".into());
+                }
+                let job = &jobs[*k];
+                let (elapsed, done) = (started.elapsed().as_secs_f64(), lock().done);
+                // Until a run has finished there is no pace to extrapolate.
+                let left = match done {
+                    0 => "the round's length is known after its first run".to_string(),
+                    // Wall time per finished run already counts the runs
+                    // that went on beside each other.
+                    done => format!("round ends in about {:.0} s", elapsed / done as f64 * (to_run - position) as f64),
+                };
+                eprintln!(
+                    "[scorecard round {round}] run {}/{}: {} (seed {}), {elapsed:.0} s elapsed, {left}",
+                    k + 1,
+                    jobs.len(),
+                    case.name,
+                    job.seed
+                );
+                let sample = match crate::cli::run_case(case, job.seed, dir, machine, &budget, interrupted) {
+                    Ok((outcome, summary, _)) => {
+                        let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
+                        let sample = Sample::of(&outcome.run, outcome.emulation.trusted && quiet);
+                        keep_run(dir, &KeptRun { scenario: scenario.clone(), seed: job.seed, sample })?;
+                        lock().succeeded += 1;
+                        sample
+                    }
+                    Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
+                    Err(error) => {
+                        eprintln!("[scorecard] {} seed {} failed: {error}", case.name, job.seed);
+                        lock()
+                            .first_failure
+                            .get_or_insert_with(|| format!("{} seed {}: {error}", case.name, job.seed));
+                        None
+                    }
+                };
+                lock().done += 1;
+                results.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((*k, sample));
+            }
+        };
+        let worker = || {
+            let outcome = runs();
+            if outcome.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            outcome
+        };
+        let outcomes: Vec<Result<(), String>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..execution.jobs.min(to_run)).map(|_| scope.spawn(&worker)).collect();
+            workers
+                .into_iter()
+                .map(|worker| worker.join().unwrap_or_else(|_| Err("a run's worker panicked".into())))
+                .collect()
+        });
+        // The first error stops the campaign (Ctrl-C, a run that cannot
+        // write its files); the other workers finished their runs first.
+        outcomes.into_iter().collect::<Result<(), String>>()?;
+        for (k, sample) in results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            samples[k] = Some(sample);
+        }
+        Ok(samples.into_iter().map(Option::flatten).collect())
     };
     let scorecard = campaign.run(&mut execute)?;
-    match first_failure {
+    let progress = progress.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match progress.first_failure {
         // Nothing to judge: a scorecard of empty cells would hide why.
-        Some(failure) if succeeded == 0 => Err(format!("every run failed; the first: {failure}")),
+        Some(failure) if progress.succeeded == 0 => Err(format!("every run failed; the first: {failure}")),
         _ => Ok(scorecard),
     }
 }
