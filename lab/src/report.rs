@@ -27,7 +27,7 @@ const FONT_PATHS: &[&str] = &[
 ];
 
 /// Registers the first font found; returns whether plots can have text.
-fn fonts_available() -> bool {
+pub(crate) fn fonts_available() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     *REGISTERED.get_or_init(|| {
         FONT_PATHS.iter().any(|path| {

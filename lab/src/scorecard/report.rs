@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::report;
-use crate::report::Line;
 use crate::report::Table;
 use crate::scorecard::card::CellCard;
 use crate::scorecard::card::Estimate;
@@ -175,35 +174,142 @@ pub fn headline(card: &Scorecard) -> String {
 const UNPACED_PEERS: &str =
     "Standard peers unpaced (`--peer-pacing false`): they send as their acknowledgements open the window.";
 
-/// One PNG per peer, path and queue: the fairness index over the control's
-/// against N, a line per controller, with the tolerance band.
+/// One PNG per peer, path and queue: each controller's fairness index over
+/// its control's against N (log scale) with its 95 % interval; the
+/// tolerance band shaded green and each control's own interval, relative to
+/// its mean, as a band of the controller's colour around 1. Filled markers
+/// hold, crosses miss, hollow circles are imprecise (not judged).
 pub fn plots(card: &Scorecard, dir: &Path) -> Result<(), String> {
     let panels = distinct(card.groups.iter().map(|g| (g.peer.as_str(), g.path.as_str(), g.queue.as_str())));
     for (peer, path, queue) in panels {
-        let groups =
-            card.groups.iter().filter(|g| (g.peer.as_str(), g.path.as_str(), g.queue.as_str()) == (peer, path, queue));
-        let mut lines: Vec<Line> = groups
-            .map(|group| Line {
-                name: group.controller.clone(),
-                points: std::iter::once((1.0, 1.0))
-                    .chain(group.cells.iter().map(|cell| (cell.n, cell.relative.mean)))
-                    .filter(|(_, y)| y.is_finite())
-                    .collect(),
-            })
+        let groups: Vec<&GroupCard> = card
+            .groups
+            .iter()
+            .filter(|g| (g.peer.as_str(), g.path.as_str(), g.queue.as_str()) == (peer, path, queue))
             .collect();
-        for line in &mut lines {
-            line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
-        let xs: Vec<f64> = lines.iter().flat_map(|line| line.points.iter().map(|p| p.0)).collect();
-        let (low, high) = xs.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
-        for (name, y) in [("+tolerance", 1.0 + card.tolerance), ("-tolerance", 1.0 - card.tolerance)] {
-            lines.push(Line { name: name.into(), points: vec![(low, y), (high, y)] });
-        }
         let file = format!("fi-{peer}-{path}-{queue}.png").replace(['/', ':', ','], "_");
         let title = format!("{} scorecard: peers {peer}, {path}, {queue}", card.kind);
-        report::plot(dir, &file, &title, "N", "fairness index / control", &lines)?;
+        panel(&dir.join(file), &title, &groups, card.tolerance)?;
     }
     Ok(())
+}
+
+/// The y range of a panel: the points with their intervals and the
+/// tolerance band, never less than 0.5 to 1.5 nor more than 0 to 4 (an
+/// interval of two seeds can be wider than any judgement needs).
+fn y_range(groups: &[&GroupCard], tolerance: f64) -> (f64, f64) {
+    let (mut low, mut high) = (0.5f64.min(1.0 - 2.0 * tolerance), 1.5f64.max(1.0 + 2.0 * tolerance));
+    for cell in groups.iter().flat_map(|g| &g.cells) {
+        let (mean, ci) = (cell.relative.mean, cell.relative.ci95);
+        if mean.is_finite() {
+            let ci = if ci.is_finite() { ci } else { 0.0 };
+            low = low.min(mean - ci);
+            high = high.max(mean + ci);
+        }
+    }
+    (low.max(0.0), high.min(4.0))
+}
+
+fn panel(path: &Path, title: &str, groups: &[&GroupCard], tolerance: f64) -> Result<(), String> {
+    use plotters::prelude::*;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create output directory {}: {e}", parent.display()))?;
+    }
+    let failure = |e: String| format!("cannot draw {}: {e}", path.display());
+    let text = report::fonts_available();
+    // x is log2 N, so that the grid's weights (0.5, 2, 4, 8, 16, 30) fall
+    // on or near whole-number ticks labelled as N.
+    let weights: Vec<f64> = groups.iter().flat_map(|g| g.cells.iter().map(|c| c.n.log2())).chain([0.0]).collect();
+    let (x0, x1) = weights.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    let (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    // Controllers at the same N sit side by side instead of on each other.
+    let dodge = |i: usize| 0.06 * (i as f64 - (groups.len() as f64 - 1.0) / 2.0);
+    let (y0, y1) = y_range(groups, tolerance);
+    let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| failure(e.to_string()))?;
+    let mut builder = ChartBuilder::on(&root);
+    builder.margin(15);
+    if text {
+        builder.caption(title, ("sans-serif", 22)).x_label_area_size(45).y_label_area_size(70);
+    }
+    let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| failure(e.to_string()))?;
+    let mut mesh = chart.configure_mesh();
+    let n_label = |x: &f64| format!("{}", 2f64.powf(*x));
+    if text {
+        mesh.x_desc("N (log scale)")
+            .y_desc("fairness index / control's")
+            .x_labels((x1 - x0).ceil() as usize + 1)
+            .x_label_formatter(&n_label);
+    } else {
+        mesh.x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(|e| failure(e.to_string()))?;
+    let band = GREEN.mix(0.15);
+    let tolerance_band = chart
+        .draw_series([Rectangle::new([(x0, 1.0 - tolerance), (x1, 1.0 + tolerance)], band.filled())])
+        .map_err(|e| failure(e.to_string()))?;
+    if text {
+        let label = format!("within ±{:.0} % of N x the control", tolerance * 100.0);
+        tolerance_band.label(label).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], band.filled()));
+    }
+    chart
+        .draw_series(LineSeries::new([(x0, 1.0), (x1, 1.0)], BLACK.mix(0.4).stroke_width(1)))
+        .map_err(|e| failure(e.to_string()))?;
+    for (i, group) in groups.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let control = &group.control.fairness_index;
+        let spread = control.ci95 / control.mean;
+        if spread.is_finite() {
+            chart
+                .draw_series([Rectangle::new([(x0, 1.0 - spread), (x1, 1.0 + spread)], color.mix(0.12).filled())])
+                .map_err(|e| failure(e.to_string()))?;
+        }
+        let mut cells: Vec<&CellCard> = group.cells.iter().filter(|c| c.relative.mean.is_finite()).collect();
+        cells.sort_by(|a, b| a.n.total_cmp(&b.n));
+        let line = chart
+            .draw_series(LineSeries::new(
+                cells.iter().map(|c| (c.n.log2() + dodge(i), c.relative.mean)),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| failure(e.to_string()))?;
+        if text {
+            let control_text = if control.ci95.is_finite() {
+                format!("{:.2} ± {:.2}", control.mean, control.ci95)
+            } else {
+                format!("{:.2}", control.mean)
+            };
+            line.label(format!("{} (control's index {control_text})", group.controller))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        }
+        for cell in &cells {
+            let (x, mean, ci) = (cell.n.log2() + dodge(i), cell.relative.mean, cell.relative.ci95);
+            if ci.is_finite() {
+                let (low, high) = ((mean - ci).max(y0), (mean + ci).min(y1));
+                let bar = [(x, low), (x, high)];
+                let caps = [[(x - 0.04, low), (x + 0.04, low)], [(x - 0.04, high), (x + 0.04, high)]];
+                chart
+                    .draw_series(std::iter::once(bar).chain(caps).map(|points| PathElement::new(points, color)))
+                    .map_err(|e| failure(e.to_string()))?;
+            }
+            let point = (x, mean.clamp(y0, y1));
+            let marker: DynElement<BitMapBackend, (f64, f64)> = match cell.verdict {
+                Verdict::Holds | Verdict::Control => Circle::new(point, 5, color.filled()).into_dyn(),
+                Verdict::Misses => Cross::new(point, 6, color.stroke_width(3)).into_dyn(),
+                Verdict::Imprecise => Circle::new(point, 5, color.stroke_width(2)).into_dyn(),
+            };
+            chart.draw_series(std::iter::once(marker)).map_err(|e| failure(e.to_string()))?;
+        }
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| failure(e.to_string()))?;
+    }
+    root.present().map_err(|e| failure(e.to_string()))
 }
 
 /// The scorecard as the READMEs show it (`scorecard.md`): cells that hold
