@@ -58,7 +58,7 @@ fn assert_driven_and_consistent(report: &TransferReport, algorithm: &str) {
     // Replay event by event: the controller's window before each send is
     // what quiche gated that send with.
     let spec: Spec = sender.spec.parse().expect("canonical spec parses");
-    let mut replayed = spec.build(&sender.params.expect("params"));
+    let mut replayed = spec.build(&sender.params.expect("params")).expect("a flowshare controller");
     let mut runts = Vec::new();
     for event in sender.trace.as_deref().expect("trace was recorded") {
         if let trace::Event::Sent(packet) = event {

@@ -221,8 +221,8 @@ impl AlgorithmConfig for CtcpConfig {
         })
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(Compound::new(self.clone(), params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(Compound::new(self.clone(), params)))
     }
 }
 

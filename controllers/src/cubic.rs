@@ -433,8 +433,8 @@ impl AlgorithmConfig for CubicConfig {
         Ok(CubicConfig)
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(Cubic::new(params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(Cubic::new(params)))
     }
 }
 

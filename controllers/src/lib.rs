@@ -21,6 +21,7 @@
 //! | [`multfrc`] | MulTFRC(n): TFRC (RFC 5348) with the throughput equation of n flows, a paced rate (paper 004) |
 //! | [`ctcp`] | Compound TCP: loss window + delay window (paper 003 section III-A) |
 //! | [`mcompound`] | MCompound: Compound TCP subflows coupled in a group (paper 003 section III-B) |
+//! | [`bbr`] | `bbr`: a host's own BBR (quiche's BBRv2, Linux's), no implementation here |
 //!
 //! Shared pieces: [`aimd`] (AIMD equations), [`window`] (the loss-based
 //! window loop), [`flow_windows`] (a window for each flow a connection
@@ -42,6 +43,7 @@
 
 pub mod ack_delay;
 pub mod aimd;
+pub mod bbr;
 pub mod controller;
 pub mod ctcp;
 pub mod cubic;

@@ -61,8 +61,8 @@
 //!
 //! // A spec: both controllers join the process-wide group "client-7".
 //! let spec: Spec = "mcompound:group=client-7".parse().unwrap();
-//! let first = spec.build(&Params::default());
-//! let second = spec.build(&Params::default());
+//! let first = spec.build(&Params::default()).unwrap();
+//! let second = spec.build(&Params::default()).unwrap();
 //! assert_eq!(McompoundGroup::named("client-7").unwrap().members(), 2);
 //!
 //! // The API: the host's own group, one controller per connection.
@@ -156,8 +156,8 @@ impl AlgorithmConfig for McompoundConfig {
         McompoundConfig::new(group, ctcp)
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(self.subflow(params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(self.subflow(params)))
     }
 }
 

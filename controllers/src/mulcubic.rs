@@ -249,8 +249,8 @@ impl AlgorithmConfig for MulCubicConfig {
         Ok(Arc::new(MulCubicConfig::reweighted(self, n)?))
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(MulCubic::new(self.clone(), params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(MulCubic::new(self.clone(), params)))
     }
 }
 

@@ -238,8 +238,8 @@ impl AlgorithmConfig for MulTcpConfig {
         Ok(Arc::new(MulTcpConfig::reweighted(self, n)?))
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(MulTcp::new(self.clone(), params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(MulTcp::new(self.clone(), params)))
     }
 }
 

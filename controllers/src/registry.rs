@@ -12,6 +12,7 @@
 //! |---|---|---|---|---|
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
+//! | `bbr` | - | - | rate | none (quiche's BBRv2 in quiche, Linux's BBR as a TCP peer; no implementation here, so not in the lab) |
 //! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
@@ -22,6 +23,7 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
+use crate::bbr::BbrConfig;
 use crate::ctcp::CtcpConfig;
 use crate::cubic::CubicConfig;
 use crate::equations::CUBIC_WEIGHT;
@@ -74,6 +76,18 @@ pub static ALGORITHMS: &[Algorithm] = &[
         example: "cubic",
         paper: None,
         parse: parse::<CubicConfig>,
+    },
+    Algorithm {
+        name: "bbr",
+        summary: "BBR as hosts have it: quiche's BBRv2 in quiche, Linux's BBR as a TCP peer (no implementation here: not in the lab)",
+        weights: None,
+        reweightable: false,
+        delivery: Delivery::Rate,
+        standard: Some(Standard::Bbr),
+        grouped: false,
+        example: "bbr",
+        paper: None,
+        parse: parse::<BbrConfig>,
     },
     Algorithm {
         name: "multcp",
@@ -164,7 +178,7 @@ pub fn weighted() -> impl Iterator<Item = &'static Algorithm> {
     ALGORITHMS.iter().filter(|algorithm| algorithm.is_weighted())
 }
 
-/// The standard algorithms (`reno`, `cubic`), in registry order.
+/// The standard algorithms (`reno`, `cubic`, `bbr`), in registry order.
 pub fn standard() -> impl Iterator<Item = &'static Algorithm> {
     ALGORITHMS.iter().filter(|algorithm| algorithm.standard.is_some())
 }
@@ -293,7 +307,8 @@ mod tests {
         // on without building a controller; they must match the controllers.
         for algorithm in ALGORITHMS {
             let spec: Spec = algorithm.example.parse().unwrap();
-            let mut controller = spec.build(&testing::params());
+            assert_eq!(spec.build(&testing::params()).is_ok(), spec.has_implementation(), "{}", algorithm.name);
+            let Ok(mut controller) = spec.build(&testing::params()) else { continue };
             let snapshot = controller.snapshot();
             assert_eq!(snapshot.algorithm, algorithm.name);
             assert_eq!(snapshot.weight.is_some(), algorithm.is_weighted(), "{}", algorithm.name);
@@ -310,7 +325,18 @@ mod tests {
             weighted().map(|algorithm| algorithm.name).collect::<Vec<_>>(),
             ["multcp", "pa-multcp", "mulcubic", "multfrc"]
         );
-        assert_eq!(standard().map(|algorithm| algorithm.name).collect::<Vec<_>>(), ["reno", "cubic"]);
+        assert_eq!(standard().map(|algorithm| algorithm.name).collect::<Vec<_>>(), ["reno", "cubic", "bbr"]);
+    }
+
+    #[test]
+    fn bbr_is_a_hosts_own_and_building_it_says_so_in_one_line() {
+        let spec: Spec = "bbr".parse().unwrap();
+        assert_eq!(spec.standard(), Some(Standard::Bbr));
+        assert!(!spec.has_implementation());
+        let message = spec.build(&testing::params()).map(|_| ()).unwrap_err().to_string();
+        assert!(message.contains("runs only as a host's own (quiche's BBRv2, Linux's BBR)"), "{message}");
+        assert!(!message.contains('\n'), "{message}");
+        assert!(error("bbr:n=2").contains("n is not a known key (accepted: none)"));
     }
 
     #[test]
@@ -333,7 +359,7 @@ mod tests {
         // After each packet: the gap the host is given and the rate the
         // snapshot reports.
         let sent = |spec: &str| -> Vec<(f64, u64)> {
-            let mut controller = spec.parse::<Spec>().unwrap().build(&testing::params());
+            let mut controller = spec.parse::<Spec>().unwrap().build(&testing::params()).unwrap();
             (0..20_000u64)
                 .map(|number| {
                     let time = Time::from_nanos(number * 1_000);
@@ -375,7 +401,7 @@ mod tests {
             let spec = format!("{}:n=8,pacing=off", algorithm.name);
             match spec.parse::<Spec>() {
                 Ok(spec) => {
-                    let mut controller = spec.build(&testing::params());
+                    let mut controller = spec.build(&testing::params()).unwrap();
                     let time = Time::from_nanos(0);
                     controller.on_packet_sent(&SentPacket { number: 0, bytes: 1200, time, bytes_in_flight: 0 });
                     assert_eq!(controller.pacing_rate(), None, "{spec}");
@@ -404,11 +430,14 @@ mod tests {
     }
 
     /// A registered algorithm's example or, for weighted ones, the example
-    /// at a random weight within its range.
+    /// at a random weight within its range; only those flowshare
+    /// implements (not `bbr`).
     fn registered_spec() -> impl Strategy<Value = Spec> {
-        (0..ALGORITHMS.len(), 0.0f64..1.0).prop_map(|(index, fraction)| {
-            let algorithm = &ALGORITHMS[index];
-            let spec: Spec = algorithm.example.parse().unwrap();
+        let implemented: Vec<Spec> =
+            ALGORITHMS.iter().map(|a| a.example.parse::<Spec>().unwrap()).filter(Spec::has_implementation).collect();
+        (0..implemented.len(), 0.0f64..1.0).prop_map(move |(index, fraction)| {
+            let spec = implemented[index].clone();
+            let algorithm = spec.algorithm();
             match algorithm.weights {
                 Some(range) if fraction < 0.5 => {
                     // Spread over the range on a log scale, ends excluded.
@@ -432,7 +461,7 @@ mod tests {
             spec in registered_spec(),
             ops in prop::collection::vec(testing::op(), 1..60),
         ) {
-            let mut host = Host::new(spec.build(&testing::params()));
+            let mut host = Host::new(spec.build(&testing::params()).unwrap());
             for op in &ops {
                 host.apply(op);
                 let snapshot = host.controller.snapshot();

@@ -30,8 +30,8 @@ impl AlgorithmConfig for RenoConfig {
         Ok(RenoConfig)
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(new(params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(new(params)))
     }
 }
 

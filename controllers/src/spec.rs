@@ -37,6 +37,21 @@ pub enum Standard {
     Reno,
     /// CUBIC (RFC 9438).
     Cubic,
+    /// BBR as the host has it: quiche's BBRv2 (its gcongestion BBR2),
+    /// Linux's BBR. flowshare has no implementation of its own, so only
+    /// hosts with one run it (not the lab).
+    Bbr,
+}
+
+impl Standard {
+    /// Whether a flowshare is this algorithm's share: the weighted
+    /// controllers take N flowshares of a loss-based flow, Reno's or
+    /// CUBIC's, so those are the peers the scorecards judge a weight
+    /// against. BBR is measured beside them as a peer a server also meets,
+    /// not yet as a unit.
+    pub fn defines_flowshare(self) -> bool {
+        matches!(self, Standard::Reno | Standard::Cubic)
+    }
 }
 
 /// One algorithm of the spec language and what it supports: a registry
@@ -102,8 +117,9 @@ pub trait AlgorithmConfig: fmt::Debug + fmt::Display + Send + Sync + Any {
         Err(SpecError::not_settable(&self.to_string(), "n"))
     }
 
-    /// A controller with these parameters.
-    fn build(&self, params: &Params) -> Box<dyn Controller>;
+    /// A controller with these parameters; `None` for a standard algorithm
+    /// that only hosts implement ([`Standard::Bbr`]).
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>>;
 }
 
 /// A parsed, validated controller spec.
@@ -157,9 +173,23 @@ impl Spec {
 
     /// Builds a controller. `reno` and `cubic` build the reference
     /// implementations of this crate, for hosts that have no built-in ones
-    /// (the lab simulator).
-    pub fn build(&self, params: &Params) -> Box<dyn Controller> {
-        self.config.build(params)
+    /// (the lab simulator); `bbr` has none, and only hosts that run their
+    /// own (quiche, Linux) can use it.
+    pub fn build(&self, params: &Params) -> Result<Box<dyn Controller>, SpecError> {
+        self.config.build(params).ok_or_else(|| {
+            SpecError::new(
+                self.name(),
+                "name",
+                "runs only as a host's own (quiche's BBRv2, Linux's BBR): flowshare has no implementation of it, so the lab cannot run it".to_string(),
+            )
+        })
+    }
+
+    /// Whether flowshare implements the algorithm itself, so that a host
+    /// without its own (the lab) can run it ([`Spec::build`]): every
+    /// algorithm but `bbr`.
+    pub fn has_implementation(&self) -> bool {
+        self.algorithm.standard != Some(Standard::Bbr)
     }
 }
 

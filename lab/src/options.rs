@@ -323,9 +323,13 @@ pub fn weighted_algorithms() -> Vec<String> {
     registry::weighted().map(|algorithm| algorithm.name.to_string()).collect()
 }
 
-/// The registry's standard algorithms, by name: the default peers.
+/// The registry's standard algorithms the lab can run, by name: the
+/// default peers (`bbr` runs only where a host has its own).
 pub fn standard_algorithms() -> Vec<String> {
-    registry::standard().map(|algorithm| algorithm.name.to_string()).collect()
+    registry::standard()
+        .filter(|algorithm| algorithm.example.parse::<Spec>().is_ok_and(|spec| spec.has_implementation()))
+        .map(|algorithm| algorithm.name.to_string())
+        .collect()
 }
 
 #[cfg(test)]

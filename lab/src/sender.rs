@@ -721,7 +721,7 @@ mod tests {
     fn reference_controllers_build_from_specs() {
         let spec: flowshare_controllers::Spec = "reno".parse().unwrap();
         let config = SenderConfig { packet_bytes: 1200, max_ack_delay: 25 * MS, pacing: true, initial_rtt: 333 * MS };
-        let mut sender = Sender::new(config, spec.build(&Params::default()), Data::bulk());
+        let mut sender = Sender::new(config, spec.build(&Params::default()).unwrap(), Data::bulk());
         assert_eq!(send_all(&mut sender, 0).len(), 10);
     }
 }

@@ -577,9 +577,10 @@ impl Simulation {
 }
 
 fn build_controller(spec: &Spec, group: Option<&McompoundGroup>, params: &Params) -> Box<dyn Controller> {
-    match group {
+    let built = match group {
         // The spec is an MCompound spec, which every group accepts.
-        Some(group) => group.build(spec, params).unwrap_or_else(|_| spec.build(params)),
+        Some(group) => group.build(spec, params).or_else(|_| spec.build(params)),
         None => spec.build(params),
-    }
+    };
+    built.expect("Scenario::resolve refuses the specs the lab cannot build")
 }

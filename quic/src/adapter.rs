@@ -63,10 +63,12 @@ pub struct QuicheController {
 }
 
 impl QuicheController {
-    /// Builds the controller for `spec` with `params`.
+    /// Builds the controller for `spec` with `params`: one of flowshare's
+    /// own algorithms, as [`crate::select::selection`] hands quiche a
+    /// factory only for those (quiche runs its own standard algorithms).
     pub fn new(spec: Spec, params: Params) -> Self {
         QuicheController {
-            controller: spec.build(&params),
+            controller: spec.build(&params).expect("only flowshare's own algorithms reach the adapter"),
             spec,
             params,
             origin: Instant::now(),

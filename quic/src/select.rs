@@ -23,7 +23,7 @@ use crate::adapter::QuicheController;
 /// What quiche runs for a spec: its own implementation of a standard
 /// algorithm, or a flowshare controller from a factory.
 pub enum Selection {
-    /// quiche's own Reno or CUBIC.
+    /// quiche's own Reno, CUBIC or BBRv2.
     Builtin(quiche::CongestionControlAlgorithm),
     /// A flowshare controller.
     Factory(CongestionControlFactory),
@@ -35,6 +35,7 @@ pub fn selection(spec: &Spec, record_trace: bool) -> Selection {
     match spec.standard() {
         Some(Standard::Reno) => Selection::Builtin(quiche::CongestionControlAlgorithm::Reno),
         Some(Standard::Cubic) => Selection::Builtin(quiche::CongestionControlAlgorithm::CUBIC),
+        Some(Standard::Bbr) => Selection::Builtin(quiche::CongestionControlAlgorithm::Bbr2Gcongestion),
         None => Selection::Factory(factory(spec.clone(), record_trace)),
     }
 }

@@ -125,7 +125,7 @@ fn standard_name(standard: Standard) -> String {
     Spec::of_standard(standard).name().to_string()
 }
 
-/// The peers quiche runs: its standard algorithms.
+/// The peers quiche runs: its standard algorithms (`bbr` is its BBRv2).
 fn quiche_peers() -> Vec<String> {
     standard_algorithms().iter().map(|algorithm| algorithm.name.to_string()).collect()
 }
@@ -136,8 +136,21 @@ fn linux_peers() -> Vec<String> {
 }
 
 /// Every peer name.
-pub(crate) fn peer_names() -> Vec<String> {
+fn peer_names() -> Vec<String> {
     [quiche_peers(), linux_peers()].concat()
+}
+
+/// Whether a peer name's algorithm is one a flowshare is defined against
+/// (Reno, CUBIC; [`Standard::defines_flowshare`]).
+fn judged(name: &str) -> bool {
+    let algorithm = name.strip_prefix(LINUX).unwrap_or(name);
+    registry::find(algorithm).and_then(|algorithm| algorithm.standard).is_some_and(Standard::defines_flowshare)
+}
+
+/// The peers of the grids by default: quiche's and Linux's Reno and CUBIC.
+/// BBR (`bbr`, `tcp-bbr`) is measured when `--peers` names it.
+pub(crate) fn default_peer_names() -> Vec<String> {
+    peer_names().into_iter().filter(|name| judged(name)).collect()
 }
 
 /// A scenario of the testbed's built-ins over `links`.
@@ -242,7 +255,8 @@ fn weighted_peers(options: &Options) -> Vec<String> {
     match &options.peers {
         Some(peers) => peers.clone(),
         None if options.quick => vec![cubic],
-        None => [quiche_peers(), vec![format!("{LINUX}{cubic}")]].concat(),
+        None => [quiche_peers().into_iter().filter(|name| judged(name)).collect(), vec![format!("{LINUX}{cubic}")]]
+            .concat(),
     }
 }
 
@@ -425,11 +439,12 @@ mod tests {
 
     #[test]
     fn the_default_controllers_and_peers_come_from_the_registry() {
-        assert_eq!(peer_names(), ["cubic", "reno", "tcp-cubic", "tcp-reno"]);
+        assert_eq!(peer_names(), ["cubic", "reno", "bbr", "tcp-cubic", "tcp-reno", "tcp-bbr"]);
+        assert_eq!(default_peer_names(), ["cubic", "reno", "tcp-cubic", "tcp-reno"]);
         assert_eq!(weighted_peers(&Options::default()), ["cubic", "reno", "tcp-cubic"]);
         let single = single_flows();
-        assert_eq!(single[..2], ["cubic", "reno"]);
-        assert_eq!(single[single.len() - 2..], ["tcp-cubic", "tcp-reno"]);
+        assert_eq!(single[..3], ["cubic", "reno", "bbr"]);
+        assert_eq!(single[single.len() - 3..], ["tcp-cubic", "tcp-reno", "tcp-bbr"]);
         for algorithm in registry::ALGORITHMS {
             assert!(single.iter().any(|name| name.split(':').next() == Some(algorithm.name)), "{}", algorithm.name);
         }
@@ -457,8 +472,22 @@ mod tests {
     fn unknown_builtins_and_peers_are_named() {
         let error = cases("bogus", &Options::default(), &mut Vec::new()).unwrap_err();
         assert!(error.starts_with("\"bogus\" is neither"), "{error}");
-        let options = Options { peers: Some(vec!["bbr".into()]), ..Default::default() };
+        let options = Options { peers: Some(vec!["vegas".into()]), ..Default::default() };
         let error = cases("weighted", &options, &mut Vec::new()).unwrap_err();
-        assert_eq!(error, "--peers bbr is not a peer (accepted: cubic, reno, tcp-cubic, tcp-reno)");
+        assert_eq!(error, "--peers vegas is not a peer (accepted: cubic, reno, bbr, tcp-cubic, tcp-reno, tcp-bbr)");
+    }
+
+    /// BBR runs as quiche's own BBRv2 and as Linux's BBR through iperf3,
+    /// which the lab cannot: the testbed plans it, the lab refuses it.
+    #[test]
+    fn bbr_peers_plan_as_quiches_and_linuxs_own() {
+        let options = Options { peers: Some(vec!["bbr".into(), "tcp-bbr".into()]), ..Default::default() };
+        let cases = cases("weighted", &options, &mut Vec::new()).unwrap();
+        let plans: Vec<_> = cases.iter().map(|case| case.scenario.plan(1, &mut String::new()).unwrap()).collect();
+        let peers: BTreeSet<(&str, &str)> =
+            plans.iter().map(|plan| (plan.flows[1].transport(), plan.flows[1].cc.as_str())).collect();
+        assert_eq!(peers, BTreeSet::from([("quic", "bbr"), ("tcp", "bbr")]));
+        let error = cases[0].scenario.scenario.resolve().unwrap_err().to_string();
+        assert!(error.contains("flow[1].cc") && error.contains("the lab cannot run it"), "{error}");
     }
 }

@@ -190,7 +190,7 @@ impl TestbedScenario {
     /// Validates the scenario for the testbed and lays it out; `notes`
     /// collects what is ignored.
     pub fn plan(&self, seed: u64, notes: &mut String) -> Result<Plan, String> {
-        let setup = self.scenario.resolve().map_err(|e| e.to_string())?;
+        let setup = self.scenario.resolve_for_hosts().map_err(|e| e.to_string())?;
         let scenario = &self.scenario;
         if self.transports.len() != scenario.flows.len() || self.blackholes.len() != scenario.links.len() {
             return Err("the testbed keys do not match the scenario's flows and links".into());

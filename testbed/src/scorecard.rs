@@ -110,7 +110,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         options.controllers.clone().unwrap_or_else(|| CONTROLLERS.iter().map(|c| c.to_string()).collect());
     let peers = options.peers.clone().unwrap_or_else(|| match quick {
         true => vec!["tcp-cubic".into(), "cubic".into()],
-        false => builtin::peer_names(),
+        false => builtin::default_peer_names(),
     });
     for peer in &peers {
         builtin::peer(pacing(peer).0, 1, &[flowshare_lab::scenario::BOTTLENECK])?;

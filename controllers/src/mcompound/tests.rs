@@ -111,9 +111,9 @@ fn subflows_join_and_leave_and_shares_follow() {
 fn specs_with_the_same_group_id_share_a_process_wide_group() {
     let spec: Spec = "mcompound:group=test-shared,gamma=20".parse().unwrap();
     assert_eq!(spec.to_string(), "mcompound:group=test-shared,gamma=20");
-    let first = spec.build(&testing::params());
-    let second = spec.build(&testing::params());
-    let other = "mcompound:group=test-other".parse::<Spec>().unwrap().build(&testing::params());
+    let first = spec.build(&testing::params()).unwrap();
+    let second = spec.build(&testing::params()).unwrap();
+    let other = "mcompound:group=test-other".parse::<Spec>().unwrap().build(&testing::params()).unwrap();
     let group = McompoundGroup::named("test-shared").unwrap();
     assert_eq!(group.members(), 2);
     assert_eq!(group.id(), Some("test-shared"));

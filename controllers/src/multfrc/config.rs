@@ -141,8 +141,8 @@ impl AlgorithmConfig for MulTfrcConfig {
         Ok(Arc::new(MulTfrcConfig::reweighted(self, n)?))
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(MulTfrc::new(self.clone(), params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(MulTfrc::new(self.clone(), params)))
     }
 }
 

@@ -485,7 +485,7 @@ fn spec_keys_parse_and_print_back() {
     }
     let spec: Spec = "multfrc".parse().unwrap();
     assert_eq!(spec.weight(), 1.0);
-    assert_eq!(spec.build(&params()).snapshot().algorithm, "multfrc");
+    assert_eq!(spec.build(&params()).unwrap().snapshot().algorithm, "multfrc");
 }
 
 #[test]

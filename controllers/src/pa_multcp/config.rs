@@ -190,8 +190,8 @@ impl AlgorithmConfig for PaMulTcpConfig {
         Ok(Arc::new(PaMulTcpConfig::reweighted(self, n)?))
     }
 
-    fn build(&self, params: &Params) -> Box<dyn Controller> {
-        Box::new(PaMulTcp::new(self.clone(), params))
+    fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
+        Some(Box::new(PaMulTcp::new(self.clone(), params)))
     }
 }
 

@@ -472,7 +472,7 @@ fn canonical_spec_parses_back_to_the_same_spec() {
     let spec: Spec = "pa-multcp:probe=cubic,assign=interleave,n=4".parse().unwrap();
     assert_eq!(spec.to_string(), "pa-multcp:n=4,assign=interleave");
     assert_eq!(spec.weight(), 4.0);
-    assert_eq!(spec.build(&testing::params()).snapshot().algorithm, "pa-multcp");
+    assert_eq!(spec.build(&testing::params()).unwrap().snapshot().algorithm, "pa-multcp");
 }
 
 #[test]

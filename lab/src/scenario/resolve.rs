@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use flowshare_controllers::grammar::MAX_WEIGHT;
+use flowshare_controllers::Params;
 use flowshare_controllers::Spec;
 
 use super::error;
@@ -36,8 +37,26 @@ fn nanos(seconds: f64) -> Nanos {
 }
 
 impl Scenario {
-    /// Validates the scenario and resolves names into a [`Setup`].
+    /// Validates the scenario for the lab and resolves names into a
+    /// [`Setup`]: every controller must be one the lab can build (not
+    /// `bbr`, which only hosts with their own BBR run).
     pub fn resolve(&self) -> Result<Setup, ScenarioError> {
+        let setup = self.resolve_for_hosts()?;
+        for (i, flow) in self.flows.iter().enumerate() {
+            if let Some(spec) = flow.cc.as_deref().and_then(|text| text.parse::<Spec>().ok()) {
+                if let Err(e) = spec.build(&Params::default()) {
+                    return Err(error(format!("flow[{i}].cc"), e.to_string()));
+                }
+            }
+        }
+        Ok(setup)
+    }
+
+    /// Validates the scenario and resolves names into a [`Setup`] for hosts
+    /// that run the standard algorithms themselves (the testbed: quiche and
+    /// Linux), so that `bbr` is accepted; [`Scenario::resolve`] is the
+    /// lab's.
+    pub fn resolve_for_hosts(&self) -> Result<Setup, ScenarioError> {
         let duration = range("duration_s", self.duration_s, 0.0, true, 1e6)?;
         let warmup = range("warmup_s", self.warmup_s, 0.0, false, duration)?;
         if warmup >= duration {
