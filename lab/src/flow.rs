@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use flowshare_controllers::mcompound::McompoundGroup;
+use flowshare_controllers::Snapshot;
 use flowshare_controllers::Spec;
 
 use crate::result::SenderStats;
@@ -162,6 +163,8 @@ pub(crate) struct Transport {
     pub(crate) pacing_scheduled: Option<Nanos>,
     /// Sender counters at the end of the warm-up.
     pub(crate) stats_at_warmup: SenderStats,
+    /// The controller's snapshot at the end of the warm-up.
+    pub(crate) snapshot_at_warmup: Option<Snapshot>,
     /// Sender counters of the finished connections of a web source.
     pub(crate) finished_stats: SenderStats,
 }

@@ -10,6 +10,8 @@ use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use flowshare_controllers::Snapshot;
+use flowshare_controllers::Value as SnapshotValue;
 use plotters::prelude::*;
 use serde_json::json;
 use serde_json::Value;
@@ -116,7 +118,11 @@ pub fn run_summary(run: &RunResult, extra: Value) -> Value {
     let flows: Vec<Value> = metrics::flow_metrics(run)
         .into_iter()
         .map(|f| {
+            let controller = run.connections.get(f.id).and_then(|c| c.controller.as_ref()).map(|states| {
+                json!({"at_warmup": snapshot_json(&states.at_warmup), "at_end": snapshot_json(&states.at_end)})
+            });
             json!({
+                "controller": controller,
                 "id": f.id,
                 "label": f.label,
                 "cc": f.cc,
@@ -146,6 +152,29 @@ pub fn run_summary(run: &RunResult, extra: Value) -> Value {
         map.extend(more);
     }
     json!({ "scenario": run.name, "seed": run.seed, "flows": flows, "metrics": metrics })
+}
+
+/// A controller's snapshot as JSON: what every controller has, then its own
+/// values by name (times in seconds).
+fn snapshot_json(snapshot: &Snapshot) -> Value {
+    let own: serde_json::Map<String, Value> = snapshot
+        .state
+        .iter()
+        .map(|&(name, value)| {
+            let value = match value {
+                SnapshotValue::Name(name) => json!(name),
+                value => number(value.as_f64()),
+            };
+            (name.to_string(), value)
+        })
+        .collect();
+    json!({
+        "phase": snapshot.phase,
+        "congestion_window": snapshot.congestion_window,
+        "ssthresh": snapshot.ssthresh,
+        "pacing_rate": snapshot.pacing_rate,
+        "state": own,
+    })
 }
 
 /// The table of a single run.

@@ -2,6 +2,8 @@
 //! ([`crate::sim`]) fills a [`RunResult`]; the testbed fills the same type
 //! from its measurements, so that the metrics and reports serve both.
 
+use flowshare_controllers::Snapshot;
+
 use crate::setup::Role;
 
 /// A completed timed transfer.
@@ -34,6 +36,19 @@ pub struct ConnectionResult {
     pub stats: SenderStats,
     /// Timed transfers that completed.
     pub completions: Vec<Completion>,
+    /// The controller's state at the end of the warm-up and of the run
+    /// (the first subflow's; the lab only: the testbed's are in its qlogs).
+    pub controller: Option<ControllerStates>,
+}
+
+/// A controller's snapshot at the end of the warm-up and of the run, so
+/// that its counters can be taken over the measured time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControllerStates {
+    /// When the measurement started.
+    pub at_warmup: Snapshot,
+    /// When the run ended.
+    pub at_end: Snapshot,
 }
 
 /// Everything measured about one link.

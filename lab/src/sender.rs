@@ -26,6 +26,7 @@ use flowshare_controllers::Controller;
 use flowshare_controllers::LostPacket;
 use flowshare_controllers::RttEstimate;
 use flowshare_controllers::SentPacket;
+use flowshare_controllers::Snapshot;
 use flowshare_controllers::Time;
 
 use crate::result::SenderStats;
@@ -260,6 +261,11 @@ impl Sender {
     /// weight keeps its own.
     pub fn set_weight(&mut self, weight: f64) {
         let _ = self.controller.set_weight(weight);
+    }
+
+    /// The controller's snapshot.
+    pub fn snapshot(&self) -> Snapshot {
+        self.controller.snapshot()
     }
 
     /// A sender with nothing sent yet.

@@ -30,6 +30,7 @@ use crate::network::Link;
 use crate::network::Offer;
 use crate::result::Completion;
 use crate::result::ConnectionResult;
+use crate::result::ControllerStates;
 use crate::result::LinkResult;
 use crate::result::RunResult;
 use crate::result::SenderStats;
@@ -147,6 +148,7 @@ impl Simulation {
                             timer_scheduled: None,
                             pacing_scheduled: None,
                             stats_at_warmup: SenderStats::default(),
+                            snapshot_at_warmup: None,
                             finished_stats: SenderStats::default(),
                         };
                         if let Traffic::Transfer { segments } = traffic {
@@ -510,6 +512,7 @@ impl Simulation {
                 let mut at_warmup = transport.finished_stats;
                 at_warmup.add(&transport.sender.stats);
                 transport.stats_at_warmup = at_warmup;
+                transport.snapshot_at_warmup = Some(transport.sender.snapshot());
             }
         }
     }
@@ -520,9 +523,17 @@ impl Simulation {
         let last_bin = (self.setup.duration / self.setup.bin) as usize;
         let mut packets_sent = 0;
         let mut stats = vec![SenderStats::default(); self.setup.connections.len()];
+        let mut controllers: Vec<Option<ControllerStates>> = vec![None; self.setup.connections.len()];
         for flow in &self.flows {
             match &flow.endpoint {
                 Endpoint::Transport(transport) => {
+                    let states = &mut controllers[flow.connection as usize];
+                    if states.is_none() {
+                        *states = transport.snapshot_at_warmup.clone().map(|at_warmup| ControllerStates {
+                            at_warmup,
+                            at_end: transport.sender.snapshot(),
+                        });
+                    }
                     let mut total = transport.finished_stats;
                     total.add(&transport.sender.stats);
                     packets_sent += total.packets_sent;
@@ -538,7 +549,8 @@ impl Simulation {
             .zip(self.bins)
             .zip(self.completions)
             .zip(stats)
-            .map(|(((setup, bins), completions), stats)| {
+            .zip(controllers)
+            .map(|((((setup, bins), completions), stats), controller)| {
                 let measured_bytes: u64 = bins[first_bin.min(bins.len())..last_bin.min(bins.len())].iter().sum();
                 ConnectionResult {
                     label: setup.label.clone(),
@@ -549,6 +561,7 @@ impl Simulation {
                     bins,
                     stats,
                     completions,
+                    controller,
                 }
             })
             .collect();

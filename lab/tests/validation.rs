@@ -178,6 +178,28 @@ fn a_scenario_file_runs_with_red_transfers_cbr_and_web_traffic() {
     assert!(dir.join("series.csv").exists() && dir.join("throughput.png").exists());
 }
 
+/// `lab run`'s summary carries each connection's controller state at the
+/// end of the warm-up and of the run, so that a controller's own counters
+/// can be taken over the measured time.
+#[test]
+fn the_summary_has_each_controllers_state_at_the_warm_up_and_the_end() {
+    let scenario = SCENARIO.replace("cc = \"multcp:n=2\"", "cc = \"pa-multcp:n=4\"");
+    let setup = Scenario::from_toml(&scenario).unwrap().resolve().unwrap();
+    let run = Simulation::new(setup, 3).run();
+    let dir = temp_dir("controller-states");
+    flowshare_lab::report::write_run(&dir, &run, serde_json::json!({})).unwrap();
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let states = &summary["flows"][0]["controller"];
+    let sent = |at: &str| states[at]["state"]["probe_packets_sent"].as_f64().unwrap();
+    assert!(sent("at_warmup") > 0.0 && sent("at_end") > sent("at_warmup"), "{states}");
+    assert!(states["at_end"]["congestion_window"].as_u64().unwrap() > 0);
+    assert_eq!(states["at_end"]["state"]["last_loop"].as_str().map(|l| l == "probe" || l == "adjusting"), Some(true));
+    // A Reno peer has the common fields and no state of its own; the CBR
+    // source has no controller.
+    assert_eq!(summary["flows"][1]["controller"]["at_end"]["state"], serde_json::json!({}));
+    assert!(summary["flows"][5]["controller"].is_null());
+}
+
 #[test]
 fn bad_scenario_files_name_the_field() {
     let error =

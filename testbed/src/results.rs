@@ -282,6 +282,7 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
                 (Some(seconds), Some(bytes)) => vec![Completion { start_s: flow.start_s, duration_s: seconds, bytes }],
                 _ => Vec::new(),
             },
+            controller: None,
         });
     }
     let packets_sent = link_results.iter().map(|l| l.stats.arrivals).sum();
