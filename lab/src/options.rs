@@ -76,8 +76,8 @@ pub struct OptionArgs {
     /// Weights N, comma-separated.
     #[arg(long, value_delimiter = ',')]
     n: Option<Vec<f64>>,
-    /// Standard peers, comma-separated (the testbed: cubic, reno from
-    /// quiche, tcp-cubic, tcp-reno from Linux).
+    /// Standard peers, comma-separated (the testbed: cubic, reno, bbr from
+    /// quiche, tcp-cubic, tcp-reno, tcp-bbr from Linux; bbr only there).
     #[arg(long, value_delimiter = ',')]
     peers: Option<Vec<String>>,
     /// Standard flows per case.
