@@ -212,7 +212,8 @@ pub fn run(args: DemoArgs) -> Result<(), String> {
 /// Whether connections of `spec` pace their packets: quiche's own Reno and
 /// CUBIC do not, flowshare's controllers do unless told `pacing=off`.
 fn paces(spec: &Spec) -> bool {
-    spec.standard().is_none() && spec.build(&Params::default()).is_ok_and(|controller| controller.pacing_rate().is_some())
+    spec.standard().is_none()
+        && spec.build(&Params::default()).is_ok_and(|controller| controller.pacing_rate().is_some())
 }
 
 fn truncate(text: &str, width: usize) -> &str {

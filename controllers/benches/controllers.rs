@@ -56,7 +56,9 @@ struct Driver {
 impl Driver {
     fn new(spec: &str) -> Driver {
         let spec: Spec = spec.parse().expect("benchmark specs are valid");
-        let controller = spec.build(&Params { max_datagram_size: MSS, ..Params::default() }).expect("benched specs are flowshare's own");
+        let controller = spec
+            .build(&Params { max_datagram_size: MSS, ..Params::default() })
+            .expect("benched specs are flowshare's own");
         let mut driver = Driver { controller, next_number: 0, now: Time::ZERO, outstanding: VecDeque::new() };
         for _ in 0..FLIGHT {
             driver.send();

@@ -67,8 +67,8 @@ impl Event {
     pub fn apply(&self, controller: &mut dyn Controller) {
         match self {
             Event::Sent(packet) => controller.on_packet_sent(packet),
-            Event::Congestion { now, acked, lost, rtt, rtt_updated, prior_in_flight, bytes_in_flight } => {
-                controller.on_congestion_event(&CongestionEvent {
+            Event::Congestion { now, acked, lost, rtt, rtt_updated, prior_in_flight, bytes_in_flight } => controller
+                .on_congestion_event(&CongestionEvent {
                     now: *now,
                     acked,
                     lost,
@@ -76,8 +76,7 @@ impl Event {
                     rtt_updated: *rtt_updated,
                     prior_in_flight: *prior_in_flight,
                     bytes_in_flight: *bytes_in_flight,
-                })
-            }
+                }),
             Event::RetransmissionTimeout(now) => controller.on_retransmission_timeout(*now),
             Event::PersistentCongestion(now) => controller.on_persistent_congestion(*now),
             Event::AppLimited(bytes_in_flight) => controller.on_app_limited(*bytes_in_flight),

@@ -529,10 +529,10 @@ impl Simulation {
                 Endpoint::Transport(transport) => {
                     let states = &mut controllers[flow.connection as usize];
                     if states.is_none() {
-                        *states = transport.snapshot_at_warmup.clone().map(|at_warmup| ControllerStates {
-                            at_warmup,
-                            at_end: transport.sender.snapshot(),
-                        });
+                        *states = transport
+                            .snapshot_at_warmup
+                            .clone()
+                            .map(|at_warmup| ControllerStates { at_warmup, at_end: transport.sender.snapshot() });
                     }
                     let mut total = transport.finished_stats;
                     total.add(&transport.sender.stats);

@@ -63,11 +63,18 @@ impl Pipe {
         let client_addr: SocketAddr = "127.0.0.1:5533".parse().expect("address");
         let client_id = quiche::ConnectionId::from_ref(&[1; 16]);
         let server_id = quiche::ConnectionId::from_ref(&[2; 16]);
-        let client =
-            quiche::connect(Some("localhost"), &client_id, client_addr, server_addr, &mut client_config).expect("connect");
+        let client = quiche::connect(Some("localhost"), &client_id, client_addr, server_addr, &mut client_config)
+            .expect("connect");
         let server = quiche::accept(&server_id, None, server_addr, client_addr, &mut server_config).expect("accept");
-        let mut pipe =
-            Pipe { server, client, server_addr, client_addr, buffer: vec![0; 65_535], data: vec![7; 2400], _certs: certs };
+        let mut pipe = Pipe {
+            server,
+            client,
+            server_addr,
+            client_addr,
+            buffer: vec![0; 65_535],
+            data: vec![7; 2400],
+            _certs: certs,
+        };
         while !(pipe.client.is_established() && pipe.server.is_established()) {
             pipe.client_to_server();
             pipe.server_to_client();

@@ -169,7 +169,11 @@ impl CongestionControl for QuicheController {
     }
 
     fn on_packet_sent(
-        &mut self, sent_time: Instant, bytes_in_flight: usize, packet_number: u64, bytes: usize,
+        &mut self,
+        sent_time: Instant,
+        bytes_in_flight: usize,
+        packet_number: u64,
+        bytes: usize,
         _is_retransmissible: bool,
     ) {
         let packet = SentPacket { number: packet_number, bytes, time: self.time(sent_time), bytes_in_flight };
@@ -183,8 +187,15 @@ impl CongestionControl for QuicheController {
     }
 
     fn on_congestion_event(
-        &mut self, rtt_updated: bool, prior_in_flight: usize, bytes_in_flight: usize, event_time: Instant,
-        acked_packets: &[Acked], lost_packets: &[Lost], _least_unacked: u64, rtt_stats: &RttStats,
+        &mut self,
+        rtt_updated: bool,
+        prior_in_flight: usize,
+        bytes_in_flight: usize,
+        event_time: Instant,
+        acked_packets: &[Acked],
+        lost_packets: &[Lost],
+        _least_unacked: u64,
+        rtt_stats: &RttStats,
         _recovery_stats: &mut RecoveryStats,
     ) {
         let mut acked = std::mem::take(&mut self.acked);
@@ -196,10 +207,9 @@ impl CongestionControl for QuicheController {
             sent_time: self.time(packet.time_sent()),
             bytes: packet.bytes_acked(),
         }));
-        lost.extend(lost_packets.iter().map(|packet| LostPacket {
-            number: packet.packet_number(),
-            bytes: packet.bytes_lost(),
-        }));
+        lost.extend(
+            lost_packets.iter().map(|packet| LostPacket { number: packet.packet_number(), bytes: packet.bytes_lost() }),
+        );
 
         if !acked.is_empty() {
             self.consecutive_timeouts = 0;

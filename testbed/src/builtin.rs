@@ -255,8 +255,9 @@ fn weighted_peers(options: &Options) -> Vec<String> {
     match &options.peers {
         Some(peers) => peers.clone(),
         None if options.quick => vec![cubic],
-        None => [quiche_peers().into_iter().filter(|name| judged(name)).collect(), vec![format!("{LINUX}{cubic}")]]
-            .concat(),
+        None => {
+            [quiche_peers().into_iter().filter(|name| judged(name)).collect(), vec![format!("{LINUX}{cubic}")]].concat()
+        }
     }
 }
 

@@ -347,9 +347,7 @@ pub fn run(
                     Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
                     Err(error) => {
                         eprintln!("[scorecard] {} seed {} failed: {error}", case.name, job.seed);
-                        lock()
-                            .first_failure
-                            .get_or_insert_with(|| format!("{} seed {}: {error}", case.name, job.seed));
+                        lock().first_failure.get_or_insert_with(|| format!("{} seed {}: {error}", case.name, job.seed));
                         None
                     }
                 };

@@ -213,7 +213,8 @@ fn y_range(groups: &[&GroupCard], tolerance: f64) -> (f64, f64) {
 fn panel(path: &Path, title: &str, groups: &[&GroupCard], tolerance: f64) -> Result<(), String> {
     use plotters::prelude::*;
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create output directory {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create output directory {}: {e}", parent.display()))?;
     }
     let failure = |e: String| format!("cannot draw {}: {e}", path.display());
     let text = report::fonts_available();
