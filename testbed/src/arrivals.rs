@@ -34,6 +34,11 @@ pub const BURST_GAP: f64 = 100e-6;
 /// not data, and are left out.
 const DATA_BYTES: usize = 500;
 
+/// A data packet this soon after an acknowledgement of its flow passed
+/// ns-3 towards the server is taken for the sender's answer to it; later
+/// ones were held by something else (pacing, an empty window).
+pub const RESPONSE_WINDOW: f64 = 2e-3;
+
 /// Burst positions reported: 1, 2, 3 and 4 or later.
 const POSITIONS: usize = 4;
 
@@ -151,6 +156,13 @@ pub struct FlowArrivals {
     pub bytes: u64,
     /// Packets and dropped packets by position in their burst: 1, 2, 3, 4+.
     pub by_position: [(u64, u64); POSITIONS],
+    /// How long the sender took to answer an acknowledgement: from an
+    /// acknowledgement leaving ns-3 towards the server to the flow's next
+    /// data packet reaching ns-3, seconds, where that came within
+    /// [`RESPONSE_WINDOW`] (a window-limited sender's answer).
+    pub responses: Vec<f64>,
+    /// Acknowledgements towards the server after the warm-up.
+    pub acknowledgements: u64,
 }
 
 impl FlowArrivals {
@@ -165,12 +177,30 @@ impl FlowArrivals {
 /// what of it `delivered` (the trace after it) does not hold.
 pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowKey, FlowArrivals)> {
     let through: HashSet<(FlowKey, u64)> = delivered.iter().map(|packet| (packet.flow, packet.id)).collect();
-    let data: Vec<&Packet> = sent.iter().filter(|packet| packet.bytes >= DATA_BYTES).collect();
-    let Some(first) = data.first().map(|packet| packet.time) else { return Vec::new() };
+    let Some(first) = sent.iter().find(|packet| packet.bytes >= DATA_BYTES).map(|packet| packet.time) else {
+        return Vec::new();
+    };
+    let data_flows: HashSet<FlowKey> =
+        sent.iter().filter(|packet| packet.bytes >= DATA_BYTES).map(|packet| packet.flow).collect();
     let mut flows: HashMap<FlowKey, FlowArrivals> = HashMap::new();
     // Per flow: the time of its last packet and that packet's position.
     let mut last: HashMap<FlowKey, (f64, usize)> = HashMap::new();
-    for packet in data {
+    // Per flow: when the latest acknowledgement not yet answered passed.
+    let mut unanswered: HashMap<FlowKey, f64> = HashMap::new();
+    for packet in sent {
+        if packet.bytes < DATA_BYTES {
+            // An acknowledgement (or control) of the data flow going the
+            // other way, if there is one.
+            let data_flow = FlowKey { source: packet.flow.destination, destination: packet.flow.source, ..packet.flow };
+            if data_flows.contains(&data_flow) {
+                unanswered.insert(data_flow, packet.time);
+                if packet.time - first >= warmup {
+                    flows.entry(data_flow).or_default().acknowledgements += 1;
+                }
+            }
+            continue;
+        }
+        let answered = unanswered.remove(&packet.flow);
         let position = match last.get(&packet.flow) {
             Some(&(time, position)) if packet.time - time < BURST_GAP => position + 1,
             _ => 1,
@@ -180,6 +210,9 @@ pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowK
             continue;
         }
         let flow = flows.entry(packet.flow).or_default();
+        if let Some(delay) = answered.map(|at| packet.time - at).filter(|&delay| delay < RESPONSE_WINDOW) {
+            flow.responses.push(delay);
+        }
         let dropped = !through.contains(&(packet.flow, packet.id));
         flow.packets += 1;
         flow.bytes += packet.bytes as u64;
@@ -188,9 +221,16 @@ pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowK
         slot.0 += 1;
         slot.1 += u64::from(dropped);
     }
-    let mut flows: Vec<(FlowKey, FlowArrivals)> = flows.into_iter().collect();
+    let mut flows: Vec<(FlowKey, FlowArrivals)> = flows.into_iter().filter(|(_, flow)| flow.packets > 0).collect();
     flows.sort_by(|a, b| b.1.packets.cmp(&a.1.packets).then(a.0.cmp(&b.0)));
     flows
+}
+
+/// The `quantile` (0 to 1) of `values`, sorted in place; `None` when empty.
+fn quantile(values: &mut [f64], quantile: f64) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let last = values.len().checked_sub(1)?;
+    Some(values[((last as f64) * quantile).round() as usize])
 }
 
 /// `flowshare testbed arrivals DIR`: the table of a run directory's traces.
@@ -234,8 +274,19 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "2nd",
         "3rd",
         "4th+",
+        "answer µs, median / 90 % (answered %)",
     ]);
     for (key, flow) in &flows {
+        let mut responses = flow.responses.clone();
+        let answer = match (quantile(&mut responses, 0.5), quantile(&mut responses, 0.9)) {
+            (Some(median), Some(high)) => format!(
+                "{:.0} / {:.0} ({:.0})",
+                median * 1e6,
+                high * 1e6,
+                100.0 * responses.len() as f64 / flow.acknowledgements.max(1) as f64
+            ),
+            _ => "-".to_string(),
+        };
         let mut row = vec![
             key.label(),
             format!("{:.2}", flow.bytes as f64 * 8.0 / seconds / 1e6),
@@ -244,12 +295,15 @@ pub fn report(dir: &Path) -> Result<String, String> {
             format!("{:.2}", flow.packets as f64 / flow.bursts().max(1) as f64),
         ];
         row.extend(flow.by_position.iter().map(|&slot| percent(slot)));
+        row.push(answer);
         table.row(row);
     }
     let mut out = format!(
-        "{}: data packets reaching the bottleneck from {warmup} s on, a burst being packets less than {} µs apart\n",
+        "{}: data packets reaching the bottleneck from {warmup} s on, a burst being packets less than {} µs apart; \
+         an answer is the flow's first data packet within {} ms after an acknowledgement passed ns-3 towards its sender\n",
         dir.display(),
-        BURST_GAP * 1e6
+        BURST_GAP * 1e6,
+        RESPONSE_WINDOW * 1e3
     );
     let _ = write!(out, "{}", table.render());
     Ok(out)
@@ -260,8 +314,18 @@ mod tests {
     use super::*;
 
     /// A pcap file (microseconds, Ethernet) of `packets`: (time, protocol,
-    /// source port, IP length, payload byte).
+    /// source port, IP length, payload byte), all from the server.
     fn pcap(packets: &[(f64, u8, u16, usize, u8)]) -> Vec<u8> {
+        let packets: Vec<_> = packets
+            .iter()
+            .map(|&(t, protocol, port, length, payload)| (t, protocol, port, length, payload, false))
+            .collect();
+        pcap_both_ways(&packets)
+    }
+
+    /// The same with a last field saying whether the packet goes towards
+    /// the server (source and destination swapped).
+    fn pcap_both_ways(packets: &[(f64, u8, u16, usize, u8, bool)]) -> Vec<u8> {
         // Magic, version 2.4, time zone, accuracy, snapshot length, link type 1.
         let mut data = Vec::new();
         data.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
@@ -270,16 +334,19 @@ mod tests {
         for word in [0u32, 0, 65_535, 1] {
             data.extend_from_slice(&word.to_le_bytes());
         }
-        for &(time, protocol, port, length, payload) in packets {
+        for &(time, protocol, port, length, payload, towards_server) in packets {
             let mut frame = vec![0u8; 12];
             frame.extend_from_slice(&[0x08, 0x00]);
             let mut ip = vec![0u8; length];
             ip[0] = 0x45;
             ip[9] = protocol;
-            ip[12..16].copy_from_slice(&[198, 19, 0, 100]);
-            ip[16..20].copy_from_slice(&[198, 18, 0, 10]);
-            ip[20..22].copy_from_slice(&port.to_be_bytes());
-            ip[22..24].copy_from_slice(&5201u16.to_be_bytes());
+            let (server, client) = (([198, 19, 0, 100], port), ([198, 18, 0, 10], 5201u16));
+            let ((source, source_port), (destination, destination_port)) =
+                if towards_server { (client, server) } else { (server, client) };
+            ip[12..16].copy_from_slice(&source);
+            ip[16..20].copy_from_slice(&destination);
+            ip[20..22].copy_from_slice(&source_port.to_be_bytes());
+            ip[22..24].copy_from_slice(&destination_port.to_be_bytes());
             ip[28] = payload;
             frame.extend_from_slice(&ip);
             let seconds = time.floor();
@@ -330,6 +397,37 @@ mod tests {
         // The warm-up leaves out what came before it.
         let late = analyse(&sent, &delivered, 0.1);
         assert_eq!(late[0].1.packets, 100, "{late:?}");
+    }
+
+    #[test]
+    fn a_senders_answer_to_an_acknowledgement_is_timed() {
+        // TCP answers each acknowledgement 30 µs after it passed, UDP 200 µs
+        // after, except every fourth, which it leaves for 5 ms (not an
+        // answer); a second acknowledgement before the answer restarts it.
+        let mut packets = Vec::new();
+        for k in 0..40u16 {
+            let t = 1.0 + f64::from(k) * 10e-3;
+            packets.push((t, 6, 40_000, 60, k as u8, true));
+            packets.push((t + 30e-6, 6, 40_000, 1500, k as u8, false));
+            packets.push((t + 1e-3, 17, 22_000, 60, k as u8, true));
+            packets.push((t + 1.1e-3, 17, 22_000, 60, k as u8 ^ 1, true));
+            let udp = if k % 4 == 3 { 5e-3 } else { 200e-6 };
+            packets.push((t + 1.1e-3 + udp, 17, 22_000, 1300, k as u8, false));
+        }
+        packets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let sent = read_pcap(&pcap_both_ways(&packets)).unwrap();
+        let flows = analyse(&sent, &sent, 0.0);
+        let flow = |port: u16| &flows.iter().find(|(key, _)| key.source.1 == port).expect("flow").1;
+        let (tcp, udp) = (flow(40_000), flow(22_000));
+        // The first acknowledgement passes before the first data packet,
+        // where the measured time starts.
+        assert_eq!((tcp.packets, tcp.acknowledgements, tcp.responses.len()), (40, 39, 40));
+        assert!(tcp.responses.iter().all(|&delay| (delay - 30e-6).abs() < 2e-6), "{:?}", tcp.responses);
+        assert_eq!((udp.packets, udp.acknowledgements, udp.responses.len()), (40, 80, 30));
+        assert!(udp.responses.iter().all(|&delay| (delay - 200e-6).abs() < 2e-6), "{:?}", udp.responses);
+        let mut delays = udp.responses.clone();
+        assert_eq!(quantile(&mut delays, 0.9).map(|d| (d * 1e6).round()), Some(200.0));
+        assert_eq!(quantile(&mut [], 0.5), None);
     }
 
     #[test]

@@ -66,8 +66,8 @@ enum TestbedCommand {
     /// Lists the built-in scenarios.
     List,
     /// Per flow, how its packets reached the bottleneck and which it
-    /// dropped, by position in their bursts (a run directory of `run
-    /// --pcap`).
+    /// dropped, by position in their bursts, and how soon its sender
+    /// answered an acknowledgement (a run directory of `run --pcap`).
     Arrivals {
         /// The run's directory (with trace_node_right.pcap and
         /// trace_node_left.pcap).
