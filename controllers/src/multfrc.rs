@@ -504,8 +504,15 @@ impl Controller for MulTfrc {
             self.nofeedback_deadline = Some(packet.time + self.nofeedback_interval());
             // With nothing acknowledged since the interval started, the
             // interval started with the acknowledgement that emptied the
-            // network: any time since then was idle.
-            if self.interval_bytes == 0 && self.interval_start.is_some_and(|start| packet.time > start) {
+            // network: the time since then was idle if it was longer than
+            // the sender would have waited for its next packet anyway. A
+            // window that each acknowledgement empties sends again at once
+            // and keeps its interval; dropping it at every such send left
+            // X_recv, and X = 2 X_recv, where they were for good.
+            let due = Duration::try_from_secs_f64(self.packet_size / self.rate).unwrap_or(Duration::MAX);
+            if self.interval_bytes == 0
+                && self.interval_start.is_some_and(|start| packet.time.saturating_duration_since(start) > due)
+            {
                 self.interval_start = None;
             }
         } else {

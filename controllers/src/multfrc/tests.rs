@@ -399,6 +399,41 @@ fn idle_sender_is_not_halved_by_the_nofeedback_timer() {
 }
 
 #[test]
+fn a_window_that_each_acknowledgement_empties_still_measures_its_receive_rate() {
+    // Found in the testbed: a connection that lost handshake packets
+    // started with X_recv = 7 kB/s and a window of two packets; each
+    // acknowledgement of the pair emptied the network, the next pair left
+    // at once, and the measurement interval was dropped as idle at every
+    // send, so X_recv and X = 2 X_recv never moved (0.3 Mbit/s for 160 s).
+    // Here X_recv = 10 kB/s (1 packet acknowledged 100 ms after the
+    // interval began), then packet 2 lost: X = 10 kB/s, a window of 2.
+    let mut host = Host::new(multfrc("multfrc:n=1,t_rto=4"));
+    host.send(3);
+    at_millis(&mut host, 100);
+    host.event(&[0], &[]);
+    at_millis(&mut host, 200);
+    host.event(&[1], &[]);
+    host.event(&[], &[2]);
+    assert_eq!(host.controller.snapshot().number("receive_rate"), Some(10_000.0));
+    let mut delivered = 0;
+    for round in 1..=30u64 {
+        // The window leaves 0.1 ms after the acknowledgement that emptied
+        // the network and is acknowledged whole one RTT later.
+        host.now = Time::from_nanos((200 + 100 * (round - 1)) * 1_000_000 + 100_000);
+        let sent: Vec<u64> = host.send_allowed(usize::MAX).collect();
+        assert!(!sent.is_empty());
+        delivered = sent.len();
+        at_millis(&mut host, 200 + 100 * round);
+        host.event(&sent, &[]);
+    }
+    // The last round delivered `delivered` packets in one RTT, and the
+    // window kept growing: the receive rate follows it.
+    let receive = host.controller.snapshot().number("receive_rate").unwrap();
+    assert!(delivered >= 4, "the window stayed at {delivered} packets");
+    assert!(receive >= 0.5 * delivered as f64 * 1000.0 / 0.1, "X_recv {receive} for {delivered} packets per RTT");
+}
+
+#[test]
 fn app_limited_interval_does_not_lower_the_receive_rate() {
     // X_recv = 100 kB/s at 200 ms; then the application has 2 packets.
     for app_limited in [true, false] {
