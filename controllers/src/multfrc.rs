@@ -509,10 +509,9 @@ impl Controller for MulTfrc {
             // window that each acknowledgement empties sends again at once
             // and keeps its interval; dropping it at every such send left
             // X_recv, and X = 2 X_recv, where they were for good.
-            let due = Duration::try_from_secs_f64(self.packet_size / self.rate).unwrap_or(Duration::MAX);
-            if self.interval_bytes == 0
-                && self.interval_start.is_some_and(|start| packet.time.saturating_duration_since(start) > due)
-            {
+            let idle_since =
+                |start: Time| packet.time.saturating_duration_since(start).as_secs_f64() > self.packet_size / self.rate;
+            if self.interval_bytes == 0 && self.interval_start.is_some_and(idle_since) {
                 self.interval_start = None;
             }
         } else {

@@ -226,11 +226,10 @@ pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowK
     flows
 }
 
-/// The `quantile` (0 to 1) of `values`, sorted in place; `None` when empty.
-fn quantile(values: &mut [f64], quantile: f64) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let last = values.len().checked_sub(1)?;
-    Some(values[((last as f64) * quantile).round() as usize])
+/// The `quantile` (0 to 1) of `sorted` (ascending); `None` when empty.
+fn quantile(sorted: &[f64], quantile: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    Some(sorted[((last as f64) * quantile).round() as usize])
 }
 
 /// `flowshare testbed arrivals DIR`: the table of a run directory's traces.
@@ -278,7 +277,8 @@ pub fn report(dir: &Path) -> Result<String, String> {
     ]);
     for (key, flow) in &flows {
         let mut responses = flow.responses.clone();
-        let answer = match (quantile(&mut responses, 0.5), quantile(&mut responses, 0.9)) {
+        responses.sort_by(f64::total_cmp);
+        let answer = match (quantile(&responses, 0.5), quantile(&responses, 0.9)) {
             (Some(median), Some(high)) => format!(
                 "{:.0} / {:.0} ({:.0})",
                 median * 1e6,
@@ -426,8 +426,9 @@ mod tests {
         assert_eq!((udp.packets, udp.acknowledgements, udp.responses.len()), (40, 80, 30));
         assert!(udp.responses.iter().all(|&delay| (delay - 200e-6).abs() < 2e-6), "{:?}", udp.responses);
         let mut delays = udp.responses.clone();
-        assert_eq!(quantile(&mut delays, 0.9).map(|d| (d * 1e6).round()), Some(200.0));
-        assert_eq!(quantile(&mut [], 0.5), None);
+        delays.sort_by(f64::total_cmp);
+        assert_eq!(quantile(&delays, 0.9).map(|d| (d * 1e6).round()), Some(200.0));
+        assert_eq!(quantile(&[], 0.5), None);
     }
 
     #[test]
