@@ -226,4 +226,15 @@ mod tests {
             (1..=4).map(|i| campaign(Some(Shard::parse(&format!("{i}/4")).unwrap())).run(&mut fake).unwrap()).collect();
         assert_eq!(Scorecard::merge(shards).unwrap().to_json().unwrap(), whole);
     }
+
+    #[test]
+    fn a_shard_draws_its_own_groups_and_leaves_the_grids_table_to_the_merge() {
+        let dir = std::env::temp_dir().join(format!("flowshare-scorecard-shard-plots-{}", std::process::id()));
+        let shard = campaign(Some(Shard::parse("1/4").unwrap())).run(&mut fake).unwrap();
+        crate::scorecard::write(&shard, &dir).unwrap();
+        let written = |name: &str| dir.join(name).is_file();
+        assert!(written("fi-reno-p-droptail-1bdp.png"), "{:?}", std::fs::read_dir(&dir).unwrap().collect::<Vec<_>>());
+        assert!(written("scorecard.json") && !written("scorecard.md"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

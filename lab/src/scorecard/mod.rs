@@ -152,16 +152,18 @@ pub fn run_lab(campaign: &Campaign, threads: usize) -> Result<Scorecard, String>
     campaign.run(&mut execute)
 }
 
-/// Writes `scorecard.json`, `scorecard.txt` (every cell), `headline.txt`
-/// and, for a whole grid, the plots into `dir`; returns the headline.
+/// Writes `scorecard.json`, `scorecard.txt` (every cell), `headline.txt`,
+/// the plots (a shard's of its own groups, so that a partial campaign can
+/// be looked at before the merge) and, for a whole grid, `scorecard.md`
+/// into `dir`; returns the headline.
 pub fn write(card: &Scorecard, dir: &FilePath) -> Result<String, String> {
     write_file(dir, "scorecard.json", &card.to_json()?)?;
     write_file(dir, "scorecard.txt", &report::table(card))?;
     let headline = report::headline(card);
     write_file(dir, "headline.txt", &headline)?;
+    report::plots(card, dir)?;
     if card.shard.is_none() {
         write_file(dir, "scorecard.md", &report::markdown(card))?;
-        report::plots(card, dir)?;
     }
     Ok(headline)
 }
