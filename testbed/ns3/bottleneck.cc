@@ -414,6 +414,101 @@ WaitForQuicServer(const std::string& target, double seconds)
 
 NS_OBJECT_ENSURE_REGISTERED(PathErrorModel);
 
+// The down queue of a drop-tail bottleneck when --tcpDelay is set: a FIFO
+// of MaxSize packets that holds the server's TCP packets back by a fixed
+// delay before they join it, as if Linux TCP answered its acknowledgements
+// that much later; every other packet joins at once. The experiment behind
+// it (testbed/README.md, "Weight one between stacks"): QUIC senders answer
+// about 90 us later than Linux TCP, and the question is whether that lag
+// alone costs them the queue slots that drops free.
+class DelayedTcpFifoQueueDisc : public QueueDisc
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid =
+            TypeId("flowshare::DelayedTcpFifoQueueDisc")
+                .SetParent<QueueDisc>()
+                .AddConstructor<DelayedTcpFifoQueueDisc>()
+                .AddAttribute("MaxSize",
+                              "the queue's capacity",
+                              QueueSizeValue(QueueSize("100p")),
+                              MakeQueueSizeAccessor(&QueueDisc::SetMaxSize, &QueueDisc::GetMaxSize),
+                              MakeQueueSizeChecker())
+                .AddAttribute("TcpDelay",
+                              "how long a TCP packet waits before it joins the queue",
+                              TimeValue(Seconds(0)),
+                              MakeTimeAccessor(&DelayedTcpFifoQueueDisc::m_tcpDelay),
+                              MakeTimeChecker());
+        return tid;
+    }
+
+    DelayedTcpFifoQueueDisc()
+        : QueueDisc(QueueDiscSizePolicy::SINGLE_INTERNAL_QUEUE, QueueSizeUnit::PACKETS)
+    {
+    }
+
+  private:
+    bool DoEnqueue(Ptr<QueueDiscItem> item) override
+    {
+        Ptr<Ipv4QueueDiscItem> ip = DynamicCast<Ipv4QueueDiscItem>(item);
+        if (m_tcpDelay.IsStrictlyPositive() && ip && ip->GetHeader().GetProtocol() == 6)
+        {
+            // Counted as received now and as enqueued (or dropped) when it
+            // joins; ns-3's statistics check between the two is compiled out
+            // in Debian's optimised build.
+            Simulator::Schedule(m_tcpDelay, &DelayedTcpFifoQueueDisc::JoinLate, this, item);
+            return true;
+        }
+        return Join(item);
+    }
+
+    bool Join(Ptr<QueueDiscItem> item)
+    {
+        if (GetCurrentSize() + item > GetMaxSize())
+        {
+            DropBeforeEnqueue(item, "Queue disc limit exceeded");
+            return false;
+        }
+        return GetInternalQueue(0)->Enqueue(item);
+    }
+
+    void JoinLate(Ptr<QueueDiscItem> item)
+    {
+        if (Join(item))
+        {
+            // Its time in the queue starts now, and an idle link must be
+            // woken as the traffic control layer does after an enqueue.
+            item->SetTimeStamp(Simulator::Now());
+            Run();
+        }
+    }
+
+    Ptr<QueueDiscItem> DoDequeue() override
+    {
+        return GetInternalQueue(0)->Dequeue();
+    }
+
+    bool CheckConfig() override
+    {
+        if (GetNQueueDiscClasses() > 0 || GetNPacketFilters() > 0 || GetNInternalQueues() > 0)
+        {
+            return false;
+        }
+        AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
+            "MaxSize", QueueSizeValue(GetMaxSize())));
+        return true;
+    }
+
+    void InitializeParams() override
+    {
+    }
+
+    Time m_tcpDelay;
+};
+
+NS_OBJECT_ENSURE_REGISTERED(DelayedTcpFifoQueueDisc);
+
 // EmuFdNetDeviceHelper whose raw socket is opened here: Debian's build
 // points the helper at a setuid socket creator under a build directory that
 // does not exist. The runner is root, so no helper process is needed.
@@ -523,6 +618,7 @@ class Testbed
     Time m_blackholeOff;
     uint32_t m_blackholeRepeat = 1;
     std::string m_pcapDirectory;
+    Time m_tcpDelay;
     uint16_t m_readyPort = 0;
     bool m_readStdin = true;
 
@@ -606,6 +702,7 @@ Testbed::Parse(int argc, char* argv[])
     cmd.AddValue("on", "blackhole: time traffic flows before each blackout, e.g. 5s", on);
     cmd.AddValue("off", "blackhole: length of each blackout, e.g. 2s", off);
     cmd.AddValue("repeat", "blackhole: number of blackouts", m_blackholeRepeat);
+    cmd.AddValue("tcpDelay", "hold the server's TCP packets back this long before the down queue, e.g. 90us (drop-tail only)", m_tcpDelay);
     cmd.AddValue("pcap", "directory for trace_node_left.pcap and trace_node_right.pcap", m_pcapDirectory);
     cmd.AddValue("readyPort", "accept TCP connections on this port on every node once running (0: none)", readyPort);
     cmd.AddValue("stdin", "read control commands from stdin (end of input stops)", m_readStdin);
@@ -818,7 +915,23 @@ Testbed::Build()
         {
             tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(size));
         }
-        QueueDiscContainer queues = tch.Install(devices);
+        QueueDiscContainer queues = tch.Install(devices.Get(0));
+        if (m_tcpDelay.IsStrictlyPositive())
+        {
+            if (link.qdisc == "red")
+            {
+                Fail("--tcpDelay needs drop-tail links");
+            }
+            TrafficControlHelper delayed;
+            delayed.SetRootQueueDisc("flowshare::DelayedTcpFifoQueueDisc",
+                                     "MaxSize", QueueSizeValue(size),
+                                     "TcpDelay", TimeValue(m_tcpDelay));
+            queues.Add(delayed.Install(devices.Get(1)));
+        }
+        else
+        {
+            queues.Add(tch.Install(devices.Get(1)));
+        }
         m_upQueues.push_back(queues.Get(0));   // left node sends towards the server
         m_downQueues.push_back(queues.Get(1)); // right node sends towards the client
 

@@ -89,6 +89,9 @@ pub struct EmulatorSetup {
     pub hard_limit_ms: f64,
     /// Write the emulated devices' packet traces into the run's directory.
     pub pcap: bool,
+    /// How long the server's TCP packets wait before they join a
+    /// bottleneck queue, µs (0: they join at once, like every other packet).
+    pub tcp_delay_us: u32,
 }
 
 /// A running ns-3.
@@ -149,6 +152,9 @@ impl Emulator {
         ]);
         if setup.pcap {
             command.arg(format!("--pcap={}", dir.display()));
+        }
+        if setup.tcp_delay_us > 0 {
+            command.arg(format!("--tcpDelay={}us", setup.tcp_delay_us));
         }
         if !setup.cbr.is_empty() {
             command.arg(format!(

@@ -88,7 +88,19 @@ pub struct TestbedScenario {
     /// under `fq`, so by default its TCP peers send in bursts, as most
     /// servers do; QUIC senders always pace themselves.
     pub tcp_pacing: bool,
+    /// Microseconds that Linux TCP's packets from the server wait in ns-3
+    /// before they join the bottleneck queue (`tcp_send_delay_us`; 0: none;
+    /// drop-tail bottlenecks only). The
+    /// experiment behind it: QUIC senders answer an acknowledgement about
+    /// 90 µs later than Linux TCP does, and whether that lag alone costs them
+    /// share against Linux TCP (testbed/README.md, "Weight one between
+    /// stacks").
+    pub tcp_send_delay_us: u32,
 }
+
+/// Longest `tcp_send_delay_us` accepted: a tenth of the shortest base RTT
+/// the testbed emulates is already far beyond a sender's answer delay.
+const MAX_TCP_SEND_DELAY_US: i64 = 10_000;
 
 fn take_array(table: &mut toml::Table, key: &str) -> Vec<toml::Value> {
     match table.remove(key) {
@@ -109,7 +121,7 @@ impl TestbedScenario {
     /// TCP unpaced.
     pub fn with_transports(scenario: Scenario, transports: Vec<Transport>) -> TestbedScenario {
         let blackholes = vec![Vec::new(); scenario.links.len()];
-        TestbedScenario { scenario, transports, blackholes, tcp_pacing: false }
+        TestbedScenario { scenario, transports, blackholes, tcp_pacing: false, tcp_send_delay_us: 0 }
     }
 
     /// Parses a scenario file; errors name the field.
@@ -125,6 +137,13 @@ impl TestbedScenario {
             None => false,
             Some(toml::Value::Boolean(pacing)) => pacing,
             Some(other) => return Err(format!("tcp_pacing = {other} is not true or false")),
+        };
+        let tcp_send_delay_us = match table.remove("tcp_send_delay_us") {
+            None => 0,
+            Some(toml::Value::Integer(delay)) if (0..=MAX_TCP_SEND_DELAY_US).contains(&delay) => delay as u32,
+            Some(other) => return Err(format!(
+                "tcp_send_delay_us = {other} is not a whole number of microseconds from 0 to {MAX_TCP_SEND_DELAY_US}"
+            )),
         };
         let mut transports = Vec::new();
         let mut flows = take_array(&mut table, "flow");
@@ -158,7 +177,7 @@ impl TestbedScenario {
         }
         let scenario: Scenario =
             toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
-        Ok(TestbedScenario { scenario, transports, blackholes, tcp_pacing })
+        Ok(TestbedScenario { scenario, transports, blackholes, tcp_pacing, tcp_send_delay_us })
     }
 
     /// The scenario as a file, testbed keys included.
@@ -168,6 +187,9 @@ impl TestbedScenario {
         };
         if self.tcp_pacing {
             table.insert("tcp_pacing".into(), true.into());
+        }
+        if self.tcp_send_delay_us > 0 {
+            table.insert("tcp_send_delay_us".into(), i64::from(self.tcp_send_delay_us).into());
         }
         if let Some(toml::Value::Array(flows)) = table.get_mut("flow") {
             for (flow, transport) in flows.iter_mut().zip(&self.transports) {
@@ -224,6 +246,10 @@ impl TestbedScenario {
                 if !(0.0..=setup.duration as f64 * 1e-9).contains(&start) || end <= start {
                     return Err(format!("link[{i}].blackhole: [{start}, {end}] must satisfy 0 <= start < end"));
                 }
+            }
+            if self.tcp_send_delay_us > 0 && link.discipline == Discipline::Red {
+                // ns-3's RED queue has no stage that holds packets back.
+                return Err(format!("tcp_send_delay_us needs drop-tail bottlenecks; link[{i}] is red"));
             }
             links.push(LinkSetup {
                 rate_bps: link.rate_bps,
@@ -340,8 +366,16 @@ impl TestbedScenario {
                 bytes,
             });
         }
-        let tcp_pacing = self.tcp_pacing;
-        Ok(Plan { setup, links, blackholes: self.blackholes.clone(), flows, clients_per_link, seed, tcp_pacing })
+        Ok(Plan {
+            setup,
+            links,
+            blackholes: self.blackholes.clone(),
+            flows,
+            clients_per_link,
+            seed,
+            tcp_pacing: self.tcp_pacing,
+            tcp_send_delay_us: self.tcp_send_delay_us,
+        })
     }
 }
 
@@ -462,6 +496,8 @@ pub struct Plan {
     /// Whether Linux TCP senders pace (an `fq` qdisc in the server
     /// namespace).
     pub tcp_pacing: bool,
+    /// Delay of Linux TCP's packets before the bottleneck queue, µs.
+    pub tcp_send_delay_us: u32,
 }
 
 impl Plan {
@@ -489,6 +525,7 @@ impl Plan {
             seed: self.seed,
             hard_limit_ms,
             pcap,
+            tcp_delay_us: self.tcp_send_delay_us,
         }
     }
 
@@ -545,6 +582,37 @@ path = ["bottleneck"]
         assert_eq!(TestbedScenario::from_toml(&paced.to_toml()).unwrap(), paced);
         let error = TestbedScenario::from_toml(&format!("tcp_pacing = 1\n{CROSS}")).unwrap_err();
         assert_eq!(error, "tcp_pacing = 1 is not true or false");
+    }
+
+    #[test]
+    fn tcp_send_delay_is_read_planned_written_back_and_bounded() {
+        assert_eq!(plan(CROSS).unwrap().tcp_send_delay_us, 0);
+        let delayed = TestbedScenario::from_toml(&format!("tcp_send_delay_us = 90\n{CROSS}")).unwrap();
+        assert_eq!(delayed.plan(1, &mut String::new()).unwrap().tcp_send_delay_us, 90);
+        assert_eq!(TestbedScenario::from_toml(&delayed.to_toml()).unwrap(), delayed);
+        for bad in ["-1", "10001", "0.5", "\"90us\""] {
+            let error = TestbedScenario::from_toml(&format!("tcp_send_delay_us = {bad}\n{CROSS}")).unwrap_err();
+            assert!(error.starts_with(&format!("tcp_send_delay_us = {bad} is not")), "{error}");
+        }
+        let red = TestbedScenario::from_toml(&format!(
+            "tcp_send_delay_us = 90\n{}",
+            CROSS.replace("buffer_packets = 25", "buffer_packets = 25\nqueue = \"red\"")
+        ));
+        let error = red.unwrap().plan(1, &mut String::new()).unwrap_err();
+        assert_eq!(error, "tcp_send_delay_us needs drop-tail bottlenecks; link[0] is red");
+        assert_eq!(delayed.plan(1, &mut String::new()).unwrap().emulator_setup(0.0, false).tcp_delay_us, 90);
+    }
+
+    #[test]
+    fn the_shipped_answer_delay_scenario_delays_linux_tcp_behind_one_weight_one_quic_flow() {
+        let files = shipped_scenarios("answer-delay-");
+        assert_eq!(files.len(), 1, "{files:?}");
+        let plan = plan(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+        assert_eq!(plan.tcp_send_delay_us, 90);
+        let kinds: Vec<_> = plan.flows.iter().map(|flow| (flow.role, flow.weight, &flow.kind)).collect();
+        assert!(matches!(kinds[0], (Role::Weighted, 1.0, FlowKind::Quic { .. })), "{kinds:?}");
+        assert!(kinds[1..].iter().all(|kind| matches!(kind, (Role::Standard, _, FlowKind::Tcp { cc: "cubic", .. }))));
+        assert_eq!(kinds.len(), 5);
     }
 
     #[test]
