@@ -40,7 +40,8 @@ struct TestbedArgs {
     /// scenario and seed) and run only the rest: an interrupted campaign
     /// goes on where it stopped, a larger --seeds adds runs to a finished
     /// one. The kept runs are taken as they are: after a rebuild that
-    /// changes the endpoints, start afresh in another --out.
+    /// changes the endpoints, or on another machine, start afresh in
+    /// another --out.
     #[arg(long)]
     resume: bool,
     /// Runs at the same time, each with namespaces and an ns-3 of its own.
