@@ -451,8 +451,9 @@ class DelayedTcpFifoQueueDisc : public QueueDisc
   private:
     bool DoEnqueue(Ptr<QueueDiscItem> item) override
     {
+        // Installed only with a positive delay (Testbed::Build).
         Ptr<Ipv4QueueDiscItem> ip = DynamicCast<Ipv4QueueDiscItem>(item);
-        if (m_tcpDelay.IsStrictlyPositive() && ip && ip->GetHeader().GetProtocol() == 6)
+        if (ip && ip->GetHeader().GetProtocol() == 6)
         {
             // Counted as received now and as enqueued (or dropped) when it
             // joins; ns-3's statistics check between the two is compiled out

@@ -91,7 +91,7 @@ pub struct EmulatorSetup {
     pub pcap: bool,
     /// How long the server's TCP packets wait before they join a
     /// bottleneck queue, µs (0: they join at once, like every other packet).
-    pub tcp_delay_us: u32,
+    pub tcp_send_delay_us: u32,
 }
 
 /// A running ns-3.
@@ -153,8 +153,8 @@ impl Emulator {
         if setup.pcap {
             command.arg(format!("--pcap={}", dir.display()));
         }
-        if setup.tcp_delay_us > 0 {
-            command.arg(format!("--tcpDelay={}us", setup.tcp_delay_us));
+        if setup.tcp_send_delay_us > 0 {
+            command.arg(format!("--tcpDelay={}us", setup.tcp_send_delay_us));
         }
         if !setup.cbr.is_empty() {
             command.arg(format!(

@@ -90,16 +90,15 @@ pub struct TestbedScenario {
     pub tcp_pacing: bool,
     /// Microseconds that Linux TCP's packets from the server wait in ns-3
     /// before they join the bottleneck queue (`tcp_send_delay_us`; 0: none;
-    /// drop-tail bottlenecks only). The
-    /// experiment behind it: QUIC senders answer an acknowledgement about
-    /// 90 µs later than Linux TCP does, and whether that lag alone costs them
-    /// share against Linux TCP (testbed/README.md, "Weight one between
-    /// stacks").
+    /// drop-tail bottlenecks only). The experiment behind it: QUIC senders
+    /// answer an acknowledgement about 90 µs later than Linux TCP does;
+    /// does that lag alone cost them share against Linux TCP?
+    /// (testbed/README.md, "Weight one between stacks").
     pub tcp_send_delay_us: u32,
 }
 
-/// Longest `tcp_send_delay_us` accepted: a tenth of the shortest base RTT
-/// the testbed emulates is already far beyond a sender's answer delay.
+/// Longest `tcp_send_delay_us` accepted, 10 ms: far beyond any sender's
+/// answer delay (the traced ones are 0.1-0.3 ms).
 const MAX_TCP_SEND_DELAY_US: i64 = 10_000;
 
 fn take_array(table: &mut toml::Table, key: &str) -> Vec<toml::Value> {
@@ -141,9 +140,11 @@ impl TestbedScenario {
         let tcp_send_delay_us = match table.remove("tcp_send_delay_us") {
             None => 0,
             Some(toml::Value::Integer(delay)) if (0..=MAX_TCP_SEND_DELAY_US).contains(&delay) => delay as u32,
-            Some(other) => return Err(format!(
+            Some(other) => {
+                return Err(format!(
                 "tcp_send_delay_us = {other} is not a whole number of microseconds from 0 to {MAX_TCP_SEND_DELAY_US}"
-            )),
+            ))
+            }
         };
         let mut transports = Vec::new();
         let mut flows = take_array(&mut table, "flow");
@@ -525,7 +526,7 @@ impl Plan {
             seed: self.seed,
             hard_limit_ms,
             pcap,
-            tcp_delay_us: self.tcp_send_delay_us,
+            tcp_send_delay_us: self.tcp_send_delay_us,
         }
     }
 
@@ -600,7 +601,7 @@ path = ["bottleneck"]
         ));
         let error = red.unwrap().plan(1, &mut String::new()).unwrap_err();
         assert_eq!(error, "tcp_send_delay_us needs drop-tail bottlenecks; link[0] is red");
-        assert_eq!(delayed.plan(1, &mut String::new()).unwrap().emulator_setup(0.0, false).tcp_delay_us, 90);
+        assert_eq!(delayed.plan(1, &mut String::new()).unwrap().emulator_setup(0.0, false).tcp_send_delay_us, 90);
     }
 
     #[test]
