@@ -5,7 +5,7 @@
 //!                   [--controllers multcp,..] [--n 0.5,2] [--peers cubic,tcp-cubic] [--m M]
 //!                   [--bandwidths MBPS] [--rtt MS] [--queue droptail|red] [--duration S]
 //!                   [--warmup S] [--max-load L] [--wait-quiet S] [--ns3 PATH] [--hard-limit MS]
-//!                   [--pcap]
+//!                   [--pcap] [--no-qlog]
 //! flowshare testbed arrivals RUN_DIR
 //! flowshare testbed check | clean | list
 //! flowshare compare SCENARIO.toml|BUILTIN [--out DIR] [same options]
@@ -110,6 +110,13 @@ pub struct MachineArgs {
     /// 20 Mbit/s).
     #[arg(long)]
     pcap: bool,
+    /// QUIC endpoints write no qlog (by default each writes one into the
+    /// run's qlog/, tens of MB per flow and minute, as every recorded
+    /// campaign did). Writing it delays the server's answer to an
+    /// acknowledgement by about 60 µs (testbed/README.md, "Weight one
+    /// between stacks").
+    #[arg(long)]
+    no_qlog: bool,
     /// Whether other runs go on at the same time (`scorecard testbed
     /// --jobs`): progress is then printed a line at a time, never rewritten
     /// in place.
@@ -271,6 +278,7 @@ pub(crate) fn run_case(
         ns3: machine.ns3.clone(),
         hard_limit_ms: machine.hard_limit,
         pcap: machine.pcap,
+        qlog: !machine.no_qlog,
         progress_in_place: !machine.concurrent,
     };
     let measured = run::run(&plan, dir, &options, interrupted)?;

@@ -31,8 +31,9 @@ const BULK_FILE_BYTES: u64 = 1 << 40;
 pub struct Layout {
     /// Logs of every process.
     pub logs: PathBuf,
-    /// qlog files, one directory per flow and side.
-    pub qlog: PathBuf,
+    /// qlog files, one directory per flow and side; None when the run
+    /// keeps none (`--no-qlog`, see [`crate::run::RunOptions::qlog`]).
+    pub qlog: Option<PathBuf>,
     /// Files the QUIC servers serve (sparse).
     pub root: PathBuf,
     /// Certificate and key.
@@ -44,20 +45,30 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout under `dir`, created.
-    pub fn create(dir: &Path) -> Result<Layout, String> {
+    /// The layout under `dir`, created; with a qlog directory if `qlog`.
+    pub fn create(dir: &Path, qlog: bool) -> Result<Layout, String> {
         let layout = Layout {
             logs: dir.join("logs"),
-            qlog: dir.join("qlog"),
+            qlog: qlog.then(|| dir.join("qlog")),
             root: dir.join("www"),
             certs: dir.join("certs"),
             downloads: dir.join("downloads"),
             iperf: dir.join("iperf3"),
         };
-        for path in [&layout.logs, &layout.qlog, &layout.root, &layout.certs, &layout.downloads, &layout.iperf] {
+        let always = [&layout.logs, &layout.root, &layout.certs, &layout.downloads, &layout.iperf];
+        for path in always.into_iter().chain(&layout.qlog) {
             std::fs::create_dir_all(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         }
         Ok(layout)
+    }
+
+    /// The qlog directory of flow `flow`'s `side` (server or client),
+    /// created; None when the run keeps no qlog.
+    pub fn qlog_dir(&self, flow: usize, side: &str) -> Result<Option<PathBuf>, String> {
+        let Some(qlog) = &self.qlog else { return Ok(None) };
+        let dir = qlog.join(format!("flow-{flow}-{side}"));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(Some(dir))
     }
 
     /// Where the `flowshare get` of `flow` writes.
@@ -196,8 +207,6 @@ impl<'a> Endpoints<'a> {
         let log = self.layout.logs.join(format!("flow-{}-server.log", flow.id));
         match &flow.kind {
             FlowKind::Quic { spec, port } => {
-                let qlog = self.layout.qlog.join(format!("flow-{}-server", flow.id));
-                std::fs::create_dir_all(&qlog).map_err(|e| format!("cannot create {}: {e}", qlog.display()))?;
                 let mut command = self.topology.command(&self.topology.server, &self.flowshare()?.to_string_lossy());
                 command
                     .arg("serve")
@@ -211,9 +220,10 @@ impl<'a> Endpoints<'a> {
                     .arg(self.layout.certs.join("key.pem"))
                     .arg("--cc")
                     .arg(spec.to_string())
-                    .arg("--stats")
-                    .arg("--qlog-dir")
-                    .arg(&qlog);
+                    .arg("--stats");
+                if let Some(qlog) = self.layout.qlog_dir(flow.id, "server")? {
+                    command.arg("--qlog-dir").arg(qlog);
+                }
                 processes.spawn(&format!("flow {} server", flow.id), command, &log).map(Some)
             }
             FlowKind::Tcp { port, .. } => {
@@ -273,8 +283,6 @@ impl<'a> Endpoints<'a> {
                 // so that an MCompound group's subflows start together.
                 let out = self.layout.download_dir(flow.id);
                 std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-                let qlog = self.layout.qlog.join(format!("flow-{}-client", flow.id));
-                std::fs::create_dir_all(&qlog).map_err(|e| format!("cannot create {}: {e}", qlog.display()))?;
                 let mut command = self.topology.command(&self.topology.client, &self.flowshare()?.to_string_lossy());
                 command.arg("get");
                 for subflow in 0..flow.subflows.len() {
@@ -293,9 +301,10 @@ impl<'a> Endpoints<'a> {
                     .arg("--timeout")
                     .arg(format!("{}s", active_s.ceil() as u64 + 60))
                     .arg("--ack-every")
-                    .arg(self.ack_every.to_string())
-                    .arg("--qlog-dir")
-                    .arg(&qlog);
+                    .arg(self.ack_every.to_string());
+                if let Some(qlog) = self.layout.qlog_dir(flow.id, "client")? {
+                    command.arg("--qlog-dir").arg(qlog);
+                }
                 let log = self.layout.logs.join(format!("flow-{}-client.log", flow.id));
                 Ok(vec![processes.spawn(&format!("flow {} client", flow.id), command, &log)?])
             }
@@ -317,5 +326,25 @@ impl<'a> Endpoints<'a> {
             }
             FlowKind::Cbr { .. } => Ok(Vec::new()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_keeps_qlog_only_when_asked() {
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-layout-{}", std::process::id()));
+        let without = Layout::create(&dir.join("without"), false).unwrap();
+        assert_eq!(without.qlog_dir(0, "server").unwrap(), None);
+        assert!(!dir.join("without/qlog").exists());
+        assert!(dir.join("without/logs").is_dir());
+
+        let with = Layout::create(&dir.join("with"), true).unwrap();
+        let server = with.qlog_dir(3, "server").unwrap().expect("a qlog directory");
+        assert_eq!(server, dir.join("with/qlog/flow-3-server"));
+        assert!(server.is_dir());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -49,6 +49,12 @@ pub struct RunOptions {
     /// Keep ns-3's packet traces of the emulated devices in the run's
     /// directory.
     pub pcap: bool,
+    /// Have every QUIC endpoint write its qlog into the run's `qlog/`
+    /// (the command line's default). The server then writes qlog events
+    /// between reading an acknowledgement and sending what it lets out,
+    /// time that Linux TCP senders do not spend (testbed/README.md,
+    /// "Weight one between stacks").
+    pub qlog: bool,
     /// Rewrite one progress line in place when stderr is a terminal (false
     /// when other runs print theirs at the same time).
     pub progress_in_place: bool,
@@ -192,7 +198,7 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
     } else {
         None
     };
-    let layout = Layout::create(dir)?;
+    let layout = Layout::create(dir, options.qlog)?;
     let load_before = load_average();
 
     // Declared before the processes so that it is dropped after them:
