@@ -269,6 +269,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "packets",
         "dropped %",
         "per burst",
+        "per ack",
         "dropped % at 1st (packets)",
         "2nd",
         "3rd",
@@ -293,6 +294,13 @@ pub fn report(dir: &Path) -> Result<String, String> {
             flow.packets.to_string(),
             format!("{:.2}", 100.0 * flow.dropped as f64 / flow.packets.max(1) as f64),
             format!("{:.2}", flow.packets as f64 / flow.bursts().max(1) as f64),
+            // How many packets the receiver lets an acknowledgement cover
+            // (an ack-clocked sender's burst, before the window grows).
+            if flow.acknowledgements == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.2}", flow.packets as f64 / flow.acknowledgements as f64)
+            },
         ];
         row.extend(flow.by_position.iter().map(|&slot| percent(slot)));
         row.push(answer);
