@@ -17,6 +17,7 @@
 //! means something when both send alike (controllers/README.md, "Pacing
 //! against peers that do not pace"). The demo says so when they do not.
 
+use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -254,7 +255,7 @@ fn summarize(timeline: &Timeline, names: &[String], weight: f64, duration: f64) 
 
 /// A PNG of each connection's rate over time, with the rate its weight is
 /// worth, into `dir/demo-shares.png`.
-fn draw(timeline: &Timeline, names: &[String], weight: f64, interval: f64, dir: &PathBuf) -> Result<PathBuf, String> {
+fn draw(timeline: &Timeline, names: &[String], weight: f64, interval: f64, dir: &Path) -> Result<PathBuf, String> {
     let end = timeline.samples.iter().filter_map(|s| s.last().map(|&(t, _)| t)).fold(0.0, f64::max);
     let mut lines: Vec<Line> = names
         .iter()

@@ -566,11 +566,9 @@ mod tests {
         // alpha = 0.9/1.7 segments per window acknowledged and wins.
         let mut window = after_loss_at(100);
         let now = Time::from_nanos(1);
-        let mut number = 101;
-        for _ in 0..70 {
+        for number in 101..171 {
             window.on_sent(number);
             window.on_ack(number, MSS, now, Duration::from_millis(1), true);
-            number += 1;
         }
         let alpha = 0.9 / 1.7;
         assert!((window.window() - 70_000.0 - alpha * 1000.0).abs() < 20.0, "{}", window.window());

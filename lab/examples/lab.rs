@@ -24,7 +24,7 @@ struct Cli {
 #[command(name = "flowshare scorecard", about = "Does a weight of N give N flowshares? The lab's grid")]
 enum Scorecard {
     /// Runs the lab's grid (or a shard of it).
-    Lab(flowshare_lab::scorecard::LabArgs),
+    Lab(Box<flowshare_lab::scorecard::LabArgs>),
     /// Combines the scorecards of a grid's shards.
     Merge(flowshare_lab::scorecard::MergeArgs),
 }

@@ -88,6 +88,12 @@ pub(crate) struct Context<'a> {
     pub(crate) aioquic_cc: String,
 }
 
+/// How the wait for a test's client ended: the client's final container
+/// state (status, exit code) if it ended, the server's if the server ended
+/// first, and whether the run was interrupted; neither state when the test
+/// ran out of time.
+type Ending = (Option<(String, i64)>, Option<(String, i64)>, bool);
+
 /// Runs one test case once; returns its record.
 pub(crate) fn run_once(ctx: &mut Context, cell: &Cell, case: &TestCase, dir: &Path) -> Result<RunRecord, String> {
     let started = Instant::now();
@@ -188,7 +194,7 @@ pub(crate) fn run_once(ctx: &mut Context, cell: &Cell, case: &TestCase, dir: &Pa
             .volume(&logs.join("client"), "/logs", false),
     );
     let mut started_containers: Vec<String> = Vec::new();
-    let result = (|| -> Result<(Option<(String, i64)>, Option<(String, i64)>, bool), String> {
+    let result = (|| -> Result<Ending, String> {
         for container in &containers {
             container.create()?;
             started_containers.push(container.name().to_string());

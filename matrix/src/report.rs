@@ -145,13 +145,12 @@ pub fn table(matrix: &Matrix) -> String {
         );
         let _ = writeln!(
             out,
-            "  {}{}{}{}{}{}",
+            "  {}{}{}{}{}ratio/weight",
             pad("server(controller) x client", first),
             pad("QUIC", 14),
             pad("iperf", 14),
             pad("QUIC/iperf", 14),
-            pad("weight", 8),
-            "ratio/weight"
+            pad("weight", 8)
         );
         for r in cross {
             if let Some(c) = &r.crosstraffic {

@@ -240,7 +240,7 @@ fn parse_bandwidth(text: &str) -> Result<f64, String> {
         _ => return Err(format!("--bandwidth {text}: expected a rate like 10Mbps (bps, kbps, Mbps, Gbps)")),
     };
     let bps = value * factor;
-    if !(bps >= 1e5 && bps <= 1e9) {
+    if !(1e5..=1e9).contains(&bps) {
         return Err(format!("--bandwidth {text} is out of range; accepted 100kbps to 1Gbps"));
     }
     Ok(bps)

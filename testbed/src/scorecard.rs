@@ -363,7 +363,7 @@ pub fn run(
             outcome
         };
         let outcomes: Vec<Result<(), String>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..execution.jobs.min(to_run)).map(|_| scope.spawn(&worker)).collect();
+            let workers: Vec<_> = (0..execution.jobs.min(to_run)).map(|_| scope.spawn(worker)).collect();
             workers
                 .into_iter()
                 .map(|worker| worker.join().unwrap_or_else(|_| Err("a run's worker panicked".into())))
@@ -449,7 +449,7 @@ mod tests {
         let jittered = Options { access_jitter_ms: Some(2.0), ..Options::default() };
         let shaped = Options { jitter_shape: Some(JitterShape::Drift), ..Options::default() };
         for options in [jittered, shaped] {
-            let error = campaign(&options, None).err().expect("refused");
+            let error = campaign(&options, None).expect_err("refused");
             assert!(error.starts_with("--jitter and --jitter-shape are the lab's"), "{error}");
         }
     }

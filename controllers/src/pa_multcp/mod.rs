@@ -514,7 +514,7 @@ impl Controller for PaMulTcp {
             self.config.has_adjusting_loop() && (self.adjusting_in_flight as f64) < self.adjusting.window();
         let probe_due = match self.config.assignment {
             _ if !self.config.has_adjusting_loop() => true,
-            Assignment::Clock => self.probe_next.map_or(true, |due| packet.time >= due),
+            Assignment::Clock => self.probe_next.is_none_or(|due| packet.time >= due),
             Assignment::Draw => {
                 let probe = self.probe.window();
                 draw(packet.number) < probe / (probe + self.adjusting.window())
@@ -671,7 +671,7 @@ impl Controller for PaMulTcp {
                 Some(("probe_packets_lost", Value::Integer(self.probe_packets.lost))),
                 adjusting.then(|| ("adjusting_window", Value::Integer(self.adjusting.window() as u64))),
                 self.last_loop.map(|which| ("last_loop", Value::Name(which.name()))),
-                (self.config.cap == CapRule::Measured && adjusting).then(|| ("cap_gain", Value::Real(self.cap_gain))),
+                (self.config.cap == CapRule::Measured && adjusting).then_some(("cap_gain", Value::Real(self.cap_gain))),
                 self.averages
                     .mean()
                     .filter(|_| self.config.cap == CapRule::Measured)

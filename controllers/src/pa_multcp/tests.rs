@@ -148,7 +148,7 @@ fn measured_cap_follows_the_probes_average_over_its_epochs() {
     }
     let snapshot = host.controller.snapshot();
     let (gain, average) = (snapshot.number("cap_gain").unwrap(), snapshot.number("probe_average").unwrap());
-    assert!(gain >= 1.0 && gain <= 2.0, "{snapshot:?}");
+    assert!((1.0..=2.0).contains(&gain), "{snapshot:?}");
     assert!(close(snapshot.number("w_max").unwrap(), gain * 3.0 * average, 1e-9), "{snapshot:?}");
     assert!(host.controller.adjusting_loop().window() <= gain * 3.0 * average + 1e-6);
 }

@@ -71,6 +71,10 @@ pub struct Job {
     pub seed: u64,
 }
 
+/// What running a batch of jobs gives: each job's sample in job order,
+/// `None` for a run that measured nothing.
+pub type BatchSamples = Result<Vec<Option<Sample>>, String>;
+
 impl Campaign {
     /// The groups this shard runs.
     pub fn own_groups(&self) -> impl Iterator<Item = (usize, &Group)> {
@@ -80,10 +84,7 @@ impl Campaign {
     /// Runs the campaign: `execute` runs a batch of jobs (in any order or in
     /// parallel) and gives each job's sample in job order, `None` for a run
     /// that measured nothing.
-    pub fn run(
-        &self,
-        execute: &mut dyn FnMut(&[Job], usize) -> Result<Vec<Option<Sample>>, String>,
-    ) -> Result<Scorecard, String> {
+    pub fn run(&self, execute: &mut dyn FnMut(&[Job], usize) -> BatchSamples) -> Result<Scorecard, String> {
         let cells: Vec<(usize, Cell)> = self
             .own_groups()
             .flat_map(|(position, group)| group.cells().into_iter().map(move |c| (position, c)))
