@@ -367,6 +367,47 @@ pub fn cubic_flow_params(n: f64) -> CubicParams {
     }
 }
 
+/// The largest share of its window a window below one flowshare gives up
+/// at a loss event when it yields by its decrease (`yield_by=decrease`,
+/// [`crate::thinning::YieldBy`]).
+pub const DEEPEST_DECREASE: f64 = 0.8;
+
+/// The decrease of a window of `n < 1` flowshares that yields by its
+/// decrease as much as it can: an AIMD window of increase `a` and decrease
+/// `b` is worth `sqrt(a (2 - b) / b)`, so growing `n` times as fast as a
+/// flow of decrease `b` (where the papers grow `n²` times as fast) it must
+/// keep `(2 - b') / b' = n (2 - b) / b`, `b' = 2 / (1 + n (2 - b) / b)`, at
+/// most [`DEEPEST_DECREASE`]; `b` itself at `n >= 1`.
+pub fn yielding_decrease(n: f64, b: f64) -> f64 {
+    if n >= 1.0 {
+        return b;
+    }
+    (2.0 / (1.0 + n * (2.0 - b) / b)).min(DEEPEST_DECREASE).max(b)
+}
+
+/// CUBIC's constants for `n < 1` flowshares that yield by a deeper cut
+/// ([`yielding_decrease`] of `1 - β`) rather than by slower growth: `β'`,
+/// `α' = 3 n² (1 - β') / (1 + β')` (RFC 9438's Reno-friendly rule for
+/// `n²` flows' share, as in [`cubic_flow_params`]), `C'` such that
+/// `C' (3 + β') / (1 - β') = n⁴ C (3 + β) / (1 - β)` (the cubic region's
+/// average window goes with the fourth root of that), and the growth above
+/// `W_max` scaled as `α'`. Unchanged at `n >= 1`.
+pub fn yielding_cubic_flow_params(n: f64) -> CubicParams {
+    if n >= 1.0 {
+        return cubic_flow_params(n);
+    }
+    let one = CubicParams::STANDARD;
+    let beta = 1.0 - yielding_decrease(n, 1.0 - one.beta);
+    let alpha = 3.0 * n * n * (1.0 - beta) / (1.0 + beta);
+    CubicParams {
+        c: n.powi(4) * one.c * (3.0 + one.beta) * (1.0 - beta) / ((1.0 - one.beta) * (3.0 + beta)),
+        beta,
+        alpha,
+        alpha_above_w_max: one.alpha_above_w_max * alpha / one.alpha,
+        fast_convergence: one.fast_convergence,
+    }
+}
+
 /// [`cubic_flow_params`] for `n < 1` flowshares at a sender that sees
 /// `ratio` times the full flow's loss event rate ([`thinning_ratio`]): the
 /// Reno-friendly `α` (and the growth above `W_max`) times `ratio`, whose
@@ -374,7 +415,12 @@ pub fn cubic_flow_params(n: f64) -> CubicParams {
 /// with `C^(1/4) p^(-3/4)`. `ratio = 1` is `cubic_flow_params(n)`; at one
 /// flowshare or more nothing is thinned.
 pub fn thinned_cubic_flow_params(n: f64, ratio: f64) -> CubicParams {
-    let params = cubic_flow_params(n);
+    thin_cubic_params(cubic_flow_params(n), n, ratio)
+}
+
+/// `params` of a window of `n` flowshares thinned by `ratio` as
+/// [`thinned_cubic_flow_params`] does, whatever decrease they keep.
+pub fn thin_cubic_params(params: CubicParams, n: f64, ratio: f64) -> CubicParams {
     if n >= 1.0 {
         return params;
     }
@@ -427,6 +473,27 @@ mod tests {
     fn multfrc(n: f64, rtt: f64, b: f64, p: f64, j: f64, rto: f64) -> f64 {
         MulTfrcEquation { n, rtt, rto, b, losses_per_event: j, flows_hit_below: IMPROVED_FLOWS_HIT_BELOW }
             .packets_per_second(p)
+    }
+
+    #[test]
+    fn yielding_by_the_decrease_keeps_the_response_function() {
+        // Reno: (2 - b') / b' = n (2 - b) / b, at most 80 % per event.
+        assert_eq!(yielding_decrease(1.0, 0.5), 0.5);
+        assert!(relative(yielding_decrease(0.5, 0.5), 0.8) < 1e-12);
+        assert_eq!(yielding_decrease(0.1, 0.5), DEEPEST_DECREASE);
+        assert!(relative(yielding_decrease(0.5, 0.3), 1.0 - 0.478_260_869_565_217_4) < 1e-12);
+        assert_eq!(yielding_cubic_flow_params(2.0), cubic_flow_params(2.0));
+        let rtt = Duration::from_millis(70);
+        for n in [0.05, 0.2, 0.5, 0.8, 0.99] {
+            let (paper, deeper) = (cubic_flow_params(n), yielding_cubic_flow_params(n));
+            assert!(deeper.beta < paper.beta && deeper.beta >= 1.0 - DEEPEST_DECREASE - 1e-12, "n={n} {deeper:?}");
+            assert!(deeper.alpha > paper.alpha, "n={n}");
+            // Worth the same n flowshares in both of CUBIC's regions.
+            for p in [1e-6, 1e-4, 1e-3, 1e-2, 0.1] {
+                let (a, b) = (cubic_average_window(&paper, p, rtt), cubic_average_window(&deeper, p, rtt));
+                assert!(relative(b, a) < 1e-9, "n={n} p={p}: {a} {b}");
+            }
+        }
     }
 
     #[test]

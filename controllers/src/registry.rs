@@ -16,7 +16,7 @@
 //! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
-//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `thinning` ([`crate::pa_multcp`]) |
+//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `thinning`, `yield_by` ([`crate::pa_multcp`]) |
 //! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay` ([`crate::mulcubic`]) |
 //! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
 
@@ -134,7 +134,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "pa-multcp:n=4,assign=interleave,probe=cubic",
-        paper: Some("probe=reno,assign=consecutive,cap=paper,pacing=even,thinning=paper"),
+        paper: Some("probe=reno,assign=consecutive,cap=paper,pacing=even,thinning=paper,yield_by=increase"),
         parse: parse::<PaMulTcpConfig>,
     },
     Algorithm {

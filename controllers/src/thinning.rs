@@ -31,7 +31,12 @@
 //! their share at N = 0.5 on the small paths, 4 seeds), where MulTFRC(0.5)
 //! still falls a little short (0.80-0.97).
 
+use crate::aimd::Aimd;
+use crate::equations::cubic_flow_params;
 use crate::equations::thinning_ratio;
+use crate::equations::yielding_cubic_flow_params;
+use crate::equations::yielding_decrease;
+use crate::equations::CubicParams;
 use crate::grammar::choice_name;
 use crate::loss_intervals::weighted_mean;
 use crate::loss_intervals::INTERVALS;
@@ -65,6 +70,56 @@ impl Thinning {
         match self {
             Thinning::Undo => thinning_ratio(n, losses_per_event),
             Thinning::Paper => 1.0,
+        }
+    }
+}
+
+/// How a window below one flowshare (n < 1) gives up the rest of a flow's
+/// share: by growing more slowly or by cutting deeper. Both are worth `n`
+/// flowshares where every packet is as likely to be dropped as any other;
+/// they part where drops fall mostly on the packets that grow a window (the
+/// third packet an acknowledgement releases at a full drop-tail queue,
+/// testbed/README.md): a window that grows `n²` times as fast as a flow sends
+/// few of those and sees fewer loss events per packet than its peers, and
+/// a window whose share comes from its cut does not depend on how often
+/// its growth is hit as much.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldBy {
+    /// The papers': the flow's decrease, `n²` times its increase (MulTCP's
+    /// AIMD(n², 1/2), MulCUBIC's `n² α` and `n⁴ C`) (`yield_by=increase`;
+    /// MulTCP's and MulCUBIC's rule).
+    Increase,
+    /// A deeper decrease and `n` times the increase
+    /// ([`yielding_decrease`], at most 80 % of the window per loss event,
+    /// below which the increase falls further) (`yield_by=decrease`,
+    /// PA-MulTCP's default).
+    Decrease,
+}
+
+/// The values of the `yield_by` key.
+pub const YIELD_BYS: [(&str, YieldBy); 2] = [("increase", YieldBy::Increase), ("decrease", YieldBy::Decrease)];
+
+impl YieldBy {
+    /// The key's text, for specs.
+    pub fn name(self) -> &'static str {
+        choice_name(&YIELD_BYS, self)
+    }
+
+    /// The AIMD pair of a Reno window worth `n <= 1` flowshares.
+    pub fn reno_pair(self, n: f64) -> Aimd {
+        let decrease = match self {
+            YieldBy::Increase => Aimd::STANDARD.decrease,
+            YieldBy::Decrease => yielding_decrease(n, Aimd::STANDARD.decrease),
+        };
+        Aimd { increase: Aimd::weighted_increase(n, decrease), decrease }
+    }
+
+    /// CUBIC's constants for a window worth `n < 1` flowshares
+    /// ([`cubic_flow_params`] or [`yielding_cubic_flow_params`]).
+    pub fn cubic_params(self, n: f64) -> CubicParams {
+        match self {
+            YieldBy::Increase => cubic_flow_params(n),
+            YieldBy::Decrease => yielding_cubic_flow_params(n),
         }
     }
 }
@@ -111,6 +166,24 @@ impl LossesPerEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_ways_of_yielding_are_worth_n_flowshares() {
+        for n in [0.05, 0.3, 0.5, 0.9, 1.0] {
+            let (slower, deeper) = (YieldBy::Increase.reno_pair(n), YieldBy::Decrease.reno_pair(n));
+            for p in [1e-4, 1e-2] {
+                let (a, b) = (slower.packets_per_rtt(p), deeper.packets_per_rtt(p));
+                assert!(
+                    ((a - b) / a).abs() < 1e-12 && (a / Aimd::STANDARD.packets_per_rtt(p) - n).abs() < 1e-12,
+                    "n={n}"
+                );
+            }
+            assert!(deeper.decrease >= slower.decrease && deeper.increase >= slower.increase, "n={n}");
+        }
+        assert_eq!(YieldBy::Decrease.reno_pair(1.0), Aimd::STANDARD);
+        assert_eq!(YieldBy::Increase.cubic_params(0.5), cubic_flow_params(0.5));
+        assert_eq!(YieldBy::Decrease.cubic_params(0.5), yielding_cubic_flow_params(0.5));
+    }
 
     #[test]
     fn losses_are_averaged_per_event_with_tfrc_weights() {

@@ -441,7 +441,7 @@ mod tests {
         assert_eq!(weighted[0].name, "pa-multcp");
         assert_eq!(
             weighted[0].at(4.0).unwrap().to_string(),
-            "pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even,thinning=paper"
+            "pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even,thinning=paper,yield_by=increase"
         );
         assert_eq!(
             weighted[1].at(4.0).unwrap().to_string(),

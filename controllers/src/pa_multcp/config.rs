@@ -18,7 +18,9 @@ use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
 use crate::thinning::Thinning;
+use crate::thinning::YieldBy;
 use crate::thinning::THINNINGS;
+use crate::thinning::YIELD_BYS;
 
 /// How packets are assigned to the two loops (section 4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +75,9 @@ pub struct PaMulTcpConfig {
     pub pacing: Pacing,
     /// Which loss event rate the probe answers below one flowshare.
     pub thinning: Thinning,
+    /// How the probe gives up the rest of a flow's share below one
+    /// flowshare.
+    pub yield_by: YieldBy,
 }
 
 impl PaMulTcpConfig {
@@ -95,6 +100,7 @@ impl PaMulTcpConfig {
             cap: PaMulTcpConfig::DEFAULT_CAP,
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
+            yield_by: PaMulTcpConfig::DEFAULT_YIELD_BY,
         })
     }
 
@@ -111,6 +117,8 @@ impl PaMulTcpConfig {
     pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
     /// The default cap.
     pub const DEFAULT_CAP: CapRule = CapRule::Measured;
+    /// How the probe yields below one flowshare by default.
+    pub const DEFAULT_YIELD_BY: YieldBy = YieldBy::Decrease;
 
     /// The same config with the adjusting loop capped by `cap`.
     pub fn with_cap(self, cap: CapRule) -> Self {
@@ -128,12 +136,18 @@ impl PaMulTcpConfig {
         PaMulTcpConfig { thinning, ..self }
     }
 
+    /// The same config yielding below one flowshare as `yield_by` says.
+    pub fn with_yield_by(self, yield_by: YieldBy) -> Self {
+        PaMulTcpConfig { yield_by, ..self }
+    }
+
     /// The same choices for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?
             .with_cap(self.cap)
             .with_pacing(self.pacing)
-            .with_thinning(self.thinning))
+            .with_thinning(self.thinning)
+            .with_yield_by(self.yield_by))
     }
 
     /// Whether there is an adjusting loop: N > 1.
@@ -168,7 +182,7 @@ impl PaMulTcpConfig {
 }
 
 impl AlgorithmConfig for PaMulTcpConfig {
-    /// Parses `n`, `assign`, `probe`, `cap`, `pacing` and `thinning`.
+    /// Parses `n`, `assign`, `probe`, `cap`, `pacing`, `thinning` and `yield_by`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         // Asked for first, so errors list the keys in the spec's order; its
         // default depends on `pacing`, resolved below.
@@ -178,8 +192,13 @@ impl AlgorithmConfig for PaMulTcpConfig {
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let assignment = assignment.unwrap_or(PaMulTcpConfig::default_assignment(pacing));
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
+        let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(PaMulTcpConfig::DEFAULT_YIELD_BY);
         let n = args.weight(weight_range(probe))?;
-        Ok(PaMulTcpConfig::new(n, assignment, probe)?.with_cap(cap).with_pacing(pacing).with_thinning(thinning))
+        Ok(PaMulTcpConfig::new(n, assignment, probe)?
+            .with_cap(cap)
+            .with_pacing(pacing)
+            .with_thinning(thinning)
+            .with_yield_by(yield_by))
     }
 
     fn weight(&self) -> f64 {
@@ -212,6 +231,9 @@ impl fmt::Display for PaMulTcpConfig {
         }
         if self.thinning != Thinning::Undo {
             write!(f, ",thinning={}", self.thinning.name())?;
+        }
+        if self.yield_by != PaMulTcpConfig::DEFAULT_YIELD_BY {
+            write!(f, ",yield_by={}", self.yield_by.name())?;
         }
         Ok(())
     }

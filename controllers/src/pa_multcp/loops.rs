@@ -5,7 +5,6 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::config::loop_pair;
 use super::config::Assignment;
 use super::config::PaMulTcpConfig;
 use super::config::ProbeKind;
@@ -13,7 +12,7 @@ use crate::aimd::Aimd;
 use crate::controller::Params;
 use crate::cubic::CubicWindow;
 use crate::equations::cubic_loss_event_rate_at_epoch_window;
-use crate::equations::thinned_cubic_flow_params;
+use crate::equations::thin_cubic_params;
 use crate::equations::CubicParams;
 use crate::window::LossWindow;
 use crate::window::WindowLoop;
@@ -193,16 +192,18 @@ impl Ledger {
     }
 }
 
-/// The Reno probe's pair: one flow, MulTCP(N)'s AIMD(N² R, 1/2) below one
-/// flowshare.
+/// The Reno probe's pair: one flow, below one flowshare MulTCP(N)'s
+/// AIMD(N² R, 1/2) or, with `yield_by=decrease`, a deeper cut and `N R`.
 fn probe_pair(config: &PaMulTcpConfig, losses_per_event: f64) -> Aimd {
-    let pair = loop_pair(config.probe_flowshares());
+    let pair = config.yield_by.reno_pair(config.probe_flowshares());
     let ratio = config.thinning.ratio(config.probe_flowshares(), losses_per_event);
     Aimd { increase: pair.increase * ratio, ..pair }
 }
 
-/// The probe's CUBIC constants: one flow, MulCUBIC(N) below one flowshare.
+/// The probe's CUBIC constants: one flow, MulCUBIC(N) below one flowshare
+/// (or its deeper cut, `yield_by=decrease`).
 fn probe_cubic_params(config: &PaMulTcpConfig, losses_per_event: f64) -> CubicParams {
     let flowshares = config.probe_flowshares();
-    thinned_cubic_flow_params(flowshares, config.thinning.ratio(flowshares, losses_per_event))
+    let params = config.yield_by.cubic_params(flowshares);
+    thin_cubic_params(params, flowshares, config.thinning.ratio(flowshares, losses_per_event))
 }

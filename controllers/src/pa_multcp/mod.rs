@@ -125,11 +125,14 @@
 //! * **N = 1**: no adjusting loop; the probe loop alone is RFC 9002 NewReno,
 //!   and `p` is still measured and reported.
 //! * **N < 1** (scavenger): no adjusting loop, and the probe loop itself is
-//!   AIMD(N², 1/2), worth N flowshares by eq. (5) (MulCUBIC(N) with a CUBIC
-//!   probe), its growth raised by default by the extra loss events a
-//!   fraction of a flow sees (`thinning=undo`, [`crate::thinning`]). Its
-//!   `p` is that of a smaller-than-standard flow: it is reported, and used
-//!   again if N rises.
+//!   worth N flowshares: by default by a deeper cut and N times a flow's
+//!   increase (`yield_by=decrease`, [`crate::thinning::YieldBy`]), in the
+//!   paper AIMD(N², 1/2) by eq. (5) (MulCUBIC(N) with a CUBIC probe,
+//!   `yield_by=increase`); its growth raised by default by the extra loss
+//!   events a fraction of a flow sees (`thinning=undo`,
+//!   [`crate::thinning`]). Its `p` is that
+//!   of a smaller-than-standard flow: it is reported, and used again if N
+//!   rises.
 //!
 //! Initial windows: the probe loop starts at the host's IW, the adjusting
 //! loop at `IW · min(N', 1)` (at least 2 packets), so the connection never

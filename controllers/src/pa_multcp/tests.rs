@@ -4,6 +4,7 @@ use super::*;
 use crate::aimd::Aimd;
 use crate::equations::cubic_flow_params;
 use crate::equations::cubic_reno_flowshares;
+use crate::equations::yielding_cubic_flow_params;
 use crate::equations::CubicParams;
 use crate::pacing::draw;
 use crate::spec::Spec;
@@ -398,15 +399,42 @@ fn one_flowshare_is_the_probe_loop_alone() {
 }
 
 #[test]
-fn scavenger_probe_is_aimd_n_squared_one_half() {
-    let controller = pa_multcp("pa-multcp:n=0.5,probe=reno,assign=consecutive,cap=paper");
+fn the_papers_scavenger_probe_is_aimd_n_squared_one_half() {
+    let controller = pa_multcp("pa-multcp:n=0.5,probe=reno,assign=consecutive,cap=paper,yield_by=increase");
     match &controller.probe {
         ProbeLoop::Reno(window) => assert_eq!(window.aimd(), Aimd { increase: 0.25, decrease: 0.5 }),
         other => panic!("{other:?}"),
     }
-    let cubic = pa_multcp("pa-multcp:n=0.5,probe=cubic");
+    let cubic = pa_multcp("pa-multcp:n=0.5,probe=cubic,yield_by=increase");
     match &cubic.probe {
         ProbeLoop::Cubic(window) => assert_eq!(window.params(), cubic_flow_params(0.5)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_scavenger_yielding_by_its_decrease_cuts_deeper_and_grows_faster() {
+    let controller = pa_multcp("pa-multcp:n=0.5,probe=reno,assign=consecutive,cap=paper,yield_by=decrease");
+    match &controller.probe {
+        // (2 - b') / b' = 0.5 (2 - 1/2) / (1/2): b' = 0.8, a' = 3 n² b' / (2 - b').
+        ProbeLoop::Reno(window) => {
+            let aimd = window.aimd();
+            assert!((aimd.decrease - 0.8).abs() < 1e-12 && (aimd.increase - 0.5).abs() < 1e-12, "{aimd:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let cubic = pa_multcp("pa-multcp:n=0.5,yield_by=decrease");
+    match &cubic.probe {
+        ProbeLoop::Cubic(window) => assert_eq!(window.params(), yielding_cubic_flow_params(0.5)),
+        other => panic!("{other:?}"),
+    }
+    // The default.
+    assert_eq!(cubic.config.to_string(), "pa-multcp:n=0.5");
+    assert_eq!(pa_multcp("pa-multcp:n=0.5,yield_by=increase").config.to_string(), "pa-multcp:n=0.5,yield_by=increase");
+    // At one flowshare and above the key changes nothing.
+    let one = pa_multcp("pa-multcp:n=1,yield_by=decrease");
+    match &one.probe {
+        ProbeLoop::Cubic(window) => assert_eq!(window.params(), CubicParams::STANDARD),
         other => panic!("{other:?}"),
     }
 }
@@ -483,7 +511,8 @@ fn spec_keys_and_errors() {
     assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
-    assert!(error("pa-multcp:m=1").contains("m is not a known key (accepted: assign, probe, cap, pacing, thinning, n)"));
+    assert!(error("pa-multcp:m=1")
+        .contains("m is not a known key (accepted: assign, probe, cap, pacing, thinning, yield_by, n)"));
 }
 
 proptest! {
