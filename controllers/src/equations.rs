@@ -388,7 +388,8 @@ pub fn yielding_decrease(n: f64, b: f64) -> f64 {
 /// CUBIC's constants for `n < 1` flowshares that yield by a deeper cut
 /// ([`yielding_decrease`] of `1 - β`) rather than by slower growth: `β'`,
 /// `α' = 3 n² (1 - β') / (1 + β')` (RFC 9438's Reno-friendly rule for
-/// `n²` flows' share, as in [`cubic_flow_params`]), `C'` such that
+/// `n²` flows' share, as in [`cubic_flow_params`]; eq. (5)'s
+/// [`Aimd::weighted_increase`] with `b = 1 - β'`), `C'` such that
 /// `C' (3 + β') / (1 - β') = n⁴ C (3 + β) / (1 - β)` (the cubic region's
 /// average window goes with the fourth root of that), and the growth above
 /// `W_max` scaled as `α'`. Unchanged at `n >= 1`.
@@ -397,8 +398,9 @@ pub fn yielding_cubic_flow_params(n: f64) -> CubicParams {
         return cubic_flow_params(n);
     }
     let one = CubicParams::STANDARD;
-    let beta = 1.0 - yielding_decrease(n, 1.0 - one.beta);
-    let alpha = 3.0 * n * n * (1.0 - beta) / (1.0 + beta);
+    let decrease = yielding_decrease(n, 1.0 - one.beta);
+    let beta = 1.0 - decrease;
+    let alpha = Aimd::weighted_increase(n, decrease);
     CubicParams {
         c: n.powi(4) * one.c * (3.0 + one.beta) * (1.0 - beta) / ((1.0 - one.beta) * (3.0 + beta)),
         beta,
@@ -408,18 +410,13 @@ pub fn yielding_cubic_flow_params(n: f64) -> CubicParams {
     }
 }
 
-/// [`cubic_flow_params`] for `n < 1` flowshares at a sender that sees
-/// `ratio` times the full flow's loss event rate ([`thinning_ratio`]): the
-/// Reno-friendly `α` (and the growth above `W_max`) times `ratio`, whose
-/// share goes with `sqrt(α / p)`, and `C` times `ratio³`, whose share goes
-/// with `C^(1/4) p^(-3/4)`. `ratio = 1` is `cubic_flow_params(n)`; at one
-/// flowshare or more nothing is thinned.
-pub fn thinned_cubic_flow_params(n: f64, ratio: f64) -> CubicParams {
-    thin_cubic_params(cubic_flow_params(n), n, ratio)
-}
-
-/// `params` of a window of `n` flowshares thinned by `ratio` as
-/// [`thinned_cubic_flow_params`] does, whatever decrease they keep.
+/// `params`, the constants of a window of `n < 1` flowshares
+/// ([`cubic_flow_params`] or [`yielding_cubic_flow_params`]), at a sender
+/// that sees `ratio` times the full flow's loss event rate
+/// ([`thinning_ratio`]): the Reno-friendly `α` (and the growth above
+/// `W_max`) times `ratio`, whose share goes with `sqrt(α / p)`, and `C`
+/// times `ratio³`, whose share goes with `C^(1/4) p^(-3/4)`. `ratio = 1`
+/// leaves them as they are; at one flowshare or more nothing is thinned.
 pub fn thin_cubic_params(params: CubicParams, n: f64, ratio: f64) -> CubicParams {
     if n >= 1.0 {
         return params;

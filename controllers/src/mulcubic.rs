@@ -144,7 +144,8 @@ use crate::ack_delay::ACK_DELAYS;
 use crate::controller::Controller;
 use crate::controller::Params;
 use crate::cubic::CubicWindow;
-use crate::equations::thinned_cubic_flow_params;
+use crate::equations::cubic_flow_params;
+use crate::equations::thin_cubic_params;
 use crate::equations::CubicParams;
 use crate::equations::CUBIC_WEIGHT;
 use crate::grammar::Args;
@@ -201,7 +202,7 @@ impl MulCubicConfig {
     /// Reno-friendly growth; otherwise the constants of one decrease per
     /// event ([`crate::equations::cubic_flow_params`]), which below one flowshare
     /// `thinning=undo` raises for a window whose loss events lose
-    /// `losses_per_event` packets on average ([`thinned_cubic_flow_params`]).
+    /// `losses_per_event` packets on average ([`thin_cubic_params`]).
     pub fn params(&self, losses_per_event: f64) -> CubicParams {
         match self.decrease {
             Decrease::Windows | Decrease::PerFlow if self.n > 1.0 => {
@@ -213,7 +214,7 @@ impl MulCubicConfig {
                     ..one
                 }
             }
-            _ => thinned_cubic_flow_params(self.n, self.thinning.ratio(self.n, losses_per_event)),
+            _ => thin_cubic_params(cubic_flow_params(self.n), self.n, self.thinning.ratio(self.n, losses_per_event)),
         }
     }
 

@@ -267,6 +267,6 @@ pub fn loop_pair(flowshares: f64) -> Aimd {
         let increase = flowshares.sqrt();
         Aimd { increase, decrease: Aimd::weighted_decrease(flowshares, increase) }
     } else {
-        Aimd { increase: Aimd::weighted_increase(flowshares, 0.5), decrease: 0.5 }
+        YieldBy::Increase.reno_pair(flowshares)
     }
 }

@@ -130,9 +130,8 @@
 //!   paper AIMD(N², 1/2) by eq. (5) (MulCUBIC(N) with a CUBIC probe,
 //!   `yield_by=increase`); its growth raised by default by the extra loss
 //!   events a fraction of a flow sees (`thinning=undo`,
-//!   [`crate::thinning`]). Its `p` is that
-//!   of a smaller-than-standard flow: it is reported, and used again if N
-//!   rises.
+//!   [`crate::thinning`]). Its `p` is that of a smaller-than-standard flow:
+//!   it is reported, and used again if N rises.
 //!
 //! Initial windows: the probe loop starts at the host's IW, the adjusting
 //! loop at `IW · min(N', 1)` (at least 2 packets), so the connection never
