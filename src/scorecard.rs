@@ -60,7 +60,7 @@ pub fn run(args: ScorecardArgs) -> Result<(), String> {
         ScorecardCommand::Lab(args) => scorecard::lab_command(&args)?,
         ScorecardCommand::Testbed(args) => {
             let options = args.grid.options.options()?;
-            let campaign = flowshare_testbed::scorecard::campaign(&options, args.grid.shard()?)?;
+            let campaign = args.grid.apply(flowshare_testbed::scorecard::campaign(&options, args.grid.shard()?)?)?;
             let execution = flowshare_testbed::scorecard::Execution { resume: args.resume, jobs: args.jobs as usize };
             let card = flowshare_testbed::scorecard::run_checked(&campaign, &args.machine, &args.out, execution)?;
             scorecard::finish(&card, &args.out)?

@@ -151,6 +151,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         access_jitter_ms: None,
         access_jitter_shape: None,
         peer_pacing: None,
+        separate: false,
     })
 }
 
@@ -166,6 +167,7 @@ fn case(campaign: &Campaign, job: &Job) -> Result<Case, String> {
     let name = match job.cell {
         Cell::Control => format!("{}/control", group.key()),
         Cell::Weight(n) => format!("{}/n={n}", group.key()),
+        Cell::Separate(n) => format!("{}/{n}-separate", group.key()),
     };
     let scenario = crate::scenario::TestbedScenario {
         tcp_pacing: paced,
@@ -391,9 +393,9 @@ mod tests {
     use super::*;
 
     /// Every cell of the quick and the full grid, with paced and unpaced
-    /// Linux peers, makes a scenario the testbed can run: the grid is
-    /// shared with the lab, whose flows have access delays the testbed
-    /// refuses.
+    /// Linux peers and N separate connections beside every whole N, makes
+    /// a scenario the testbed can run: the grid is shared with the lab,
+    /// whose flows have access delays the testbed refuses.
     #[test]
     fn every_cell_of_the_grids_plans_as_a_testbed_run() {
         for quick in [true, false] {
@@ -405,7 +407,7 @@ mod tests {
             };
             let campaign = campaign(&options, None).expect("campaign");
             for (position, group) in campaign.own_groups() {
-                for cell in group.cells() {
+                for cell in group.cells(true) {
                     let job = Job { group: position, cell, seed: 1 };
                     let case = case(&campaign, &job).expect("case");
                     let mut notes = String::new();

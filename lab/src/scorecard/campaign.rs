@@ -16,6 +16,7 @@ use crate::scorecard::card::GroupCard;
 use crate::scorecard::card::Sample;
 use crate::scorecard::card::Scorecard;
 use crate::scorecard::card::Shard;
+use crate::scorecard::grid::has_separate_reference;
 use crate::scorecard::grid::Cell;
 use crate::scorecard::grid::Group;
 use crate::setup::JitterShape;
@@ -57,6 +58,9 @@ pub struct Campaign {
     pub access_jitter_shape: Option<JitterShape>,
     /// Whether the lab's standard peers pace, when `--peer-pacing` set it.
     pub peer_pacing: Option<bool>,
+    /// Whether every whole N >= 2 also runs as N separate connections at
+    /// weight one, the weighted cell judged against them too.
+    pub separate: bool,
 }
 
 /// One run to do: the group (its position in [`Campaign::groups`]), the
@@ -87,7 +91,7 @@ impl Campaign {
     pub fn run(&self, execute: &mut dyn FnMut(&[Job], usize) -> BatchSamples) -> Result<Scorecard, String> {
         let cells: Vec<(usize, Cell)> = self
             .own_groups()
-            .flat_map(|(position, group)| group.cells().into_iter().map(move |c| (position, c)))
+            .flat_map(|(position, group)| group.cells(self.separate).into_iter().map(move |c| (position, c)))
             .collect();
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
         let mut tried = vec![0usize; cells.len()];
@@ -134,10 +138,22 @@ impl Campaign {
                 cells.iter().position(|&(g, cell)| g == position && cell == wanted).map_or(&[][..], |i| &samples[i][..])
             };
             let control = CellCard::new(1.0, of(Cell::Control), None, self.precision, self.tolerance);
+            let separate: Vec<CellCard> = group
+                .weights
+                .iter()
+                .filter(|&&n| self.separate && has_separate_reference(n))
+                .map(|&n| CellCard::separate_reference(n, of(Cell::Separate(n)), &control))
+                .collect();
             let cells = group
                 .weights
                 .iter()
-                .map(|&n| CellCard::new(n, of(Cell::Weight(n)), Some(&control), self.precision, self.tolerance))
+                .map(|&n| {
+                    let cell = CellCard::new(n, of(Cell::Weight(n)), Some(&control), self.precision, self.tolerance);
+                    match separate.iter().find(|reference| reference.n == n) {
+                        Some(reference) => cell.judged_against_separate(reference, self.precision, self.tolerance),
+                        None => cell,
+                    }
+                })
                 .collect();
             groups.push(GroupCard {
                 index: group.index,
@@ -149,6 +165,7 @@ impl Campaign {
                 queue: group.queue.name.to_string(),
                 control,
                 cells,
+                separate,
             });
         }
         Scorecard {
@@ -159,6 +176,7 @@ impl Campaign {
             access_jitter_ms: self.access_jitter_ms,
             access_jitter_shape: self.access_jitter_shape,
             peer_pacing: self.peer_pacing,
+            separate: self.separate,
             grid_groups: self.groups.len(),
             shard: self.shard,
             groups,
@@ -169,6 +187,7 @@ impl Campaign {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scorecard::card::Verdict;
     use crate::scorecard::grid::groups;
     use crate::scorecard::grid::Flows;
     use crate::scorecard::grid::Path;
@@ -188,6 +207,7 @@ mod tests {
             access_jitter_ms: None,
             access_jitter_shape: None,
             peer_pacing: None,
+            separate: false,
         }
     }
 
@@ -218,6 +238,31 @@ mod tests {
         assert_eq!(card.groups[0].control.seeds, 2);
         assert_eq!(card.groups[1].control.seeds, 6);
         assert_eq!(card.groups[1].cells[0].seeds, 2);
+    }
+
+    #[test]
+    fn separate_connections_stand_beside_whole_weights_and_judge_them_too() {
+        // N separate connections get 0.8 of a flowshare each where the
+        // control and the weighted connection get 0.9.
+        let mut fake_separate = |jobs: &[Job], round| {
+            let mut samples = fake(jobs, round)?;
+            for (job, sample) in jobs.iter().zip(&mut samples) {
+                if let (Cell::Separate(_), Some(sample)) = (job.cell, sample.as_mut()) {
+                    sample.fairness_index = 0.8;
+                }
+            }
+            Ok(samples)
+        };
+        let card = Campaign { separate: true, ..campaign(None) }.run(&mut fake_separate).unwrap();
+        let group = &card.groups[0];
+        assert_eq!((group.separate.len(), group.separate[0].n), (1, 2.0));
+        assert_eq!(group.separate[0].verdict, Verdict::Reference);
+        assert_eq!(group.cells[0].verdict, Verdict::Holds);
+        let judgement = group.cells[0].separate.expect("judged against the separate connections");
+        assert_eq!(judgement.verdict, Verdict::Misses);
+        assert!((judgement.relative.mean - 1.125).abs() < 1e-12);
+        assert!(card.to_json().unwrap().contains("\"separate\": true"));
+        assert!(!campaign(None).run(&mut fake).unwrap().to_json().unwrap().contains("separate"));
     }
 
     #[test]

@@ -130,6 +130,33 @@ pub enum Verdict {
     /// The control's interval or the cell's own is wider than the
     /// precision asked for, so the cell cannot be judged.
     Imprecise,
+    /// N separate connections at weight one: a reference, not judged.
+    Reference,
+}
+
+/// A weighted cell judged against N separate connections instead of N
+/// times the control.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeparateJudgement {
+    /// Fairness index over the separate connections' (each of theirs is
+    /// per connection, so 1 is what opening N connections would get).
+    pub relative: Estimate,
+    /// Within the tolerance of it, outside, or imprecise.
+    pub verdict: Verdict,
+}
+
+/// `value` over `reference` and whether it is within `tolerance` of 1,
+/// judged only when both intervals are within `precision`.
+fn judge(value: &Estimate, reference: &Estimate, precision: f64, tolerance: f64) -> (Estimate, Verdict) {
+    let relative = value.relative_to(reference);
+    let verdict = if !(reference.within(precision) && value.within(precision)) {
+        Verdict::Imprecise
+    } else if (relative.mean - 1.0).abs() <= tolerance {
+        Verdict::Holds
+    } else {
+        Verdict::Misses
+    };
+    (relative, verdict)
 }
 
 /// One cell of a group.
@@ -156,6 +183,10 @@ pub struct CellCard {
     pub utilization: f64,
     /// The verdict.
     pub verdict: Verdict,
+    /// A weighted cell against N separate connections, when the scorecard
+    /// ran them (`--separate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub separate: Option<SeparateJudgement>,
     /// The fairness index of each run, in seed order.
     pub per_seed: Vec<f64>,
 }
@@ -169,18 +200,7 @@ impl CellCard {
         let mean = |f: fn(&Sample) -> f64| samples.iter().map(f).sum::<f64>() / samples.len().max(1) as f64;
         let (relative, verdict) = match control {
             None => (Estimate { mean: 1.0, ci95: 0.0 }, Verdict::Control),
-            Some(control) => {
-                let relative = fairness_index.relative_to(&control.fairness_index);
-                let precise = control.fairness_index.within(precision) && fairness_index.within(precision);
-                let verdict = if !precise {
-                    Verdict::Imprecise
-                } else if (relative.mean - 1.0).abs() <= tolerance {
-                    Verdict::Holds
-                } else {
-                    Verdict::Misses
-                };
-                (relative, verdict)
-            }
+            Some(control) => judge(&fairness_index, &control.fairness_index, precision, tolerance),
         };
         CellCard {
             n,
@@ -192,8 +212,24 @@ impl CellCard {
             loss_event_rate_standard: mean(|s| s.standard_loss_event_rate),
             utilization: mean(|s| s.utilization),
             verdict,
+            separate: None,
             per_seed,
         }
+    }
+
+    /// The card of N separate connections at weight one from their
+    /// samples: relative to the control (1 when each of them gets what one
+    /// connection alone gets), not judged.
+    pub fn separate_reference(n: f64, samples: &[Sample], control: &CellCard) -> CellCard {
+        let card = CellCard::new(n, samples, Some(control), f64::INFINITY, f64::INFINITY);
+        CellCard { verdict: Verdict::Reference, ..card }
+    }
+
+    /// This weighted cell judged against `reference`, N separate
+    /// connections of the same N.
+    pub fn judged_against_separate(self, reference: &CellCard, precision: f64, tolerance: f64) -> CellCard {
+        let (relative, verdict) = judge(&self.fairness_index, &reference.fairness_index, precision, tolerance);
+        CellCard { separate: Some(SeparateJudgement { relative, verdict }), ..self }
     }
 }
 
@@ -218,6 +254,10 @@ pub struct GroupCard {
     pub control: CellCard,
     /// The weights.
     pub cells: Vec<CellCard>,
+    /// N separate connections at weight one for each whole N >= 2, when
+    /// the scorecard ran them (`--separate`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub separate: Vec<CellCard>,
 }
 
 /// Which part of a grid a file holds.
@@ -271,6 +311,10 @@ pub struct Scorecard {
     /// (absent: they pace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_pacing: Option<bool>,
+    /// Whether every whole N >= 2 also ran as N separate connections
+    /// (`--separate`; absent: not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub separate: bool,
     /// Groups in the whole grid.
     pub grid_groups: usize,
     /// The shard this file holds; absent for a whole grid.
@@ -313,6 +357,7 @@ impl Scorecard {
                 && card.access_jitter_ms == first.access_jitter_ms
                 && card.access_jitter_shape == first.access_jitter_shape
                 && card.peer_pacing == first.peer_pacing
+                && card.separate == first.separate
                 && card.grid_groups == first.grid_groups
                 && card.shard.map(|shard| shard.count) == Some(count))
             .then_some(())
@@ -378,6 +423,9 @@ mod tests {
             trusted: true,
         };
         let samples = [sample(1.2786634769161633), sample(0.9796212447004203), sample(1e-300)];
+        let control = CellCard::new(1.0, &samples, None, 0.05, 0.1);
+        let reference = CellCard::separate_reference(2.0, &samples[1..], &control);
+        let weighted = CellCard::new(2.0, &samples[..2], Some(&control), 0.05, 0.1);
         let card = Scorecard {
             kind: "lab".into(),
             quick: true,
@@ -386,6 +434,7 @@ mod tests {
             access_jitter_ms: Some(3.0),
             access_jitter_shape: Some(JitterShape::PerPacket),
             peer_pacing: Some(false),
+            separate: true,
             grid_groups: 1,
             shard: Some(Shard { index: 0, count: 1 }),
             groups: vec![GroupCard {
@@ -396,8 +445,9 @@ mod tests {
                 rate_mbps: 20.0,
                 rtt_ms: 40.0,
                 queue: "q".into(),
-                control: CellCard::new(1.0, &samples, None, 0.05, 0.1),
-                cells: vec![CellCard::new(1.0, &samples[..1], None, 0.05, 0.1)],
+                cells: vec![weighted.judged_against_separate(&reference, 0.05, 0.1)],
+                separate: vec![reference],
+                control,
             }],
         };
         let text = card.to_json().unwrap();
@@ -414,6 +464,7 @@ mod tests {
             access_jitter_ms: None,
             access_jitter_shape: None,
             peer_pacing: None,
+            separate: false,
             grid_groups: 3,
             shard,
             groups: indexes
@@ -428,6 +479,7 @@ mod tests {
                     queue: "q".into(),
                     control: CellCard::new(1.0, &[], None, 0.05, 0.1),
                     cells: Vec::new(),
+                    separate: Vec::new(),
                 })
                 .collect(),
         };
@@ -448,6 +500,11 @@ mod tests {
         let clumped = Scorecard { access_jitter_shape: Some(JitterShape::PerPacket), ..b.clone() };
         assert_eq!(
             Scorecard::merge(vec![a.clone(), clumped]).unwrap_err(),
+            "the scorecards are shards of different grids"
+        );
+        let with_separate = Scorecard { separate: true, ..b.clone() };
+        assert_eq!(
+            Scorecard::merge(vec![a.clone(), with_separate]).unwrap_err(),
             "the scorecards are shards of different grids"
         );
         let unpaced = Scorecard { peer_pacing: Some(false), ..b };

@@ -7,7 +7,11 @@
 //! one flowshare of this controller is worth against these peers, so a
 //! weighted cell is judged by its fairness index relative to the control
 //! (N flowshares are N times the control's share) and its absolute index is
-//! reported beside it.
+//! reported beside it. On request a group also runs, for every whole N of
+//! two or more, N *separate* connections of the controller at weight one
+//! against the same peers: what opening N connections would get, the
+//! reference where one connection's share depends on how many others of its
+//! kind share the path (QUIC against Linux TCP, testbed/README.md).
 
 use crate::scenario::FlowConfig;
 use crate::scenario::LinkConfig;
@@ -97,23 +101,33 @@ pub struct Group {
     pub weights: Vec<f64>,
 }
 
-/// What one cell runs: the control (weight one) or a weight.
+/// What one cell runs: the control (weight one), a weight, or N separate
+/// connections at weight one.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Cell {
     /// The controller at weight one against the same peers.
     Control,
     /// The controller at weight N.
     Weight(f64),
+    /// N connections of the controller at weight one against the peers of
+    /// the weight-N cell.
+    Separate(f64),
 }
 
 impl Cell {
-    /// The weight of the controller's connections.
+    /// The weight of each of the controller's connections.
     pub fn weight(self) -> f64 {
         match self {
-            Cell::Control => 1.0,
+            Cell::Control | Cell::Separate(_) => 1.0,
             Cell::Weight(n) => n,
         }
     }
+}
+
+/// Whether `n` separate connections can stand beside weight `n`: a whole
+/// number of two or more.
+pub fn has_separate_reference(n: f64) -> bool {
+    n >= 2.0 && n.fract() == 0.0
 }
 
 impl Group {
@@ -122,9 +136,14 @@ impl Group {
         format!("{}/{}/{}/{}", self.controller, self.peer, self.path.name, self.queue.name)
     }
 
-    /// The control, then the weights.
-    pub fn cells(&self) -> Vec<Cell> {
-        std::iter::once(Cell::Control).chain(self.weights.iter().map(|&n| Cell::Weight(n))).collect()
+    /// The control, then the weights, then (with `separate`) N separate
+    /// connections for every weight that has them.
+    pub fn cells(&self, separate: bool) -> Vec<Cell> {
+        let separate_weights = self.weights.iter().filter(|&&n| separate && has_separate_reference(n));
+        std::iter::once(Cell::Control)
+            .chain(self.weights.iter().map(|&n| Cell::Weight(n)))
+            .chain(separate_weights.map(|&n| Cell::Separate(n)))
+            .collect()
     }
 
     /// The scenario of `cell`, the path's duration long (the first quarter
@@ -144,13 +163,17 @@ impl Group {
         let spec = spec.reweighted(cell.weight()).map_err(|e| e.to_string())?;
         let (controller_flows, standard) = match (cell, self.path.flows) {
             (Cell::Control, Flows::Total(total)) => (PAPER_CONTROL_FLOWS, total - PAPER_CONTROL_FLOWS),
+            (Cell::Separate(n), flows) => (n as usize, flows.standard(n)),
             (cell, flows) => (1, flows.standard(cell.weight())),
         };
         let queue = self.queue;
         let bottleneck = LinkConfig::bottleneck(self.path.rate_mbps, self.path.rtt_ms)
             .with_queue(queue.discipline)
             .with_buffer_bdp(queue.buffer_bdp, self.path.rtt_ms);
-        let name = format!("scorecard {} n={}", self.key(), cell.weight());
+        let name = match cell {
+            Cell::Separate(n) => format!("scorecard {} {n} separate", self.key()),
+            cell => format!("scorecard {} n={}", self.key(), cell.weight()),
+        };
         let weighted = FlowConfig::bulk(&spec.to_string(), controller_flows, &[BOTTLENECK]).with_role(Role::Weighted);
         let weighted = access.apply(weighted);
         let peers = peer_flows(standard)?.with_role(Role::Standard);
@@ -252,6 +275,7 @@ mod tests {
         assert_eq!(flows(Cell::Control), (10, 190, "pa-multcp:n=1".into()));
         assert_eq!(flows(Cell::Weight(8.0)), (1, 192, "pa-multcp:n=8".into()));
         assert_eq!(flows(Cell::Weight(0.5)), (1, 199, "pa-multcp:n=0.5".into()));
+        assert_eq!(flows(Cell::Separate(8.0)), (8, 192, "pa-multcp:n=1".into()));
     }
 
     #[test]
@@ -264,7 +288,13 @@ mod tests {
         assert_eq!(scenario.links[0].buffer_bdp, Some(0.5));
         assert_eq!(scenario.warmup_s, 25.0);
         assert!(scenario.resolve().is_ok());
-        assert_eq!(group.cells(), [Cell::Control, Cell::Weight(0.5), Cell::Weight(8.0)]);
+        assert_eq!(group.cells(false), [Cell::Control, Cell::Weight(0.5), Cell::Weight(8.0)]);
+        assert_eq!(group.cells(true), [Cell::Control, Cell::Weight(0.5), Cell::Weight(8.0), Cell::Separate(8.0)]);
+        let separate = group
+            .scenario(Cell::Separate(8.0), 2.0, LAB_ACCESS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS)))
+            .unwrap();
+        assert_eq!((separate.flows[0].count, separate.flows[1].count), (8, 4));
+        assert!(!has_separate_reference(0.5) && !has_separate_reference(1.0) && !has_separate_reference(2.5));
         assert_eq!(group.key(), "pa-multcp/cubic/p/droptail-0.5bdp");
     }
 }

@@ -119,6 +119,7 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
         access_jitter_ms: options.access_jitter_ms,
         access_jitter_shape: options.jitter_shape,
         peer_pacing: options.peer_pacing,
+        separate: false,
     })
 }
 
@@ -179,12 +180,28 @@ pub struct GridArgs {
     /// task; `flowshare scorecard merge` combines the parts.
     #[arg(long)]
     pub shard: Option<String>,
+    /// Also run, beside every whole N >= 2, N separate connections of the
+    /// controller at weight one against the same peers, and judge the
+    /// weighted connection against what each of them gets too: the
+    /// reference where one connection's share depends on how many of its
+    /// kind share the path (QUIC against Linux TCP, testbed/README.md)
+    #[arg(long)]
+    pub separate: bool,
 }
 
 impl GridArgs {
     /// The shard asked for, if any.
     pub fn shard(&self) -> Result<Option<Shard>, String> {
         self.shard.as_deref().map(Shard::parse).transpose()
+    }
+
+    /// `campaign` with the grid's own flags applied: `--separate`.
+    pub fn apply(&self, campaign: Campaign) -> Result<Campaign, String> {
+        let mut weights = campaign.groups.iter().flat_map(|group| &group.weights);
+        if self.separate && !weights.any(|&n| grid::has_separate_reference(n)) {
+            return Err("--separate needs a whole N of 2 or more among the weights (--n)".into());
+        }
+        Ok(Campaign { separate: self.separate, ..campaign })
     }
 }
 
@@ -215,7 +232,7 @@ pub struct MergeArgs {
 /// Runs `flowshare scorecard lab`; returns what to print.
 pub fn lab_command(args: &LabArgs) -> Result<String, String> {
     let options = args.grid.options.options()?;
-    let campaign = lab_campaign(&options, args.grid.shard()?)?;
+    let campaign = args.grid.apply(lab_campaign(&options, args.grid.shard()?)?)?;
     if args.jobs == Some(0) {
         return Err("--jobs 0 is out of range; accepted range [1, ...)".into());
     }

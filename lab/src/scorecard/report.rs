@@ -22,12 +22,13 @@ fn estimate(value: &Estimate) -> String {
     }
 }
 
-fn verdict(cell: &CellCard) -> &'static str {
-    match cell.verdict {
+fn verdict_text(verdict: Verdict) -> &'static str {
+    match verdict {
         Verdict::Control => "control",
         Verdict::Holds => "holds",
         Verdict::Misses => "MISSES",
         Verdict::Imprecise => "imprecise",
+        Verdict::Reference => "reference",
     }
 }
 
@@ -59,13 +60,17 @@ struct Tally {
 
 impl Tally {
     fn of<'a>(cells: impl IntoIterator<Item = &'a CellCard>) -> Tally {
+        Tally::of_verdicts(cells.into_iter().map(|cell| cell.verdict))
+    }
+
+    fn of_verdicts(verdicts: impl IntoIterator<Item = Verdict>) -> Tally {
         let mut tally = Tally { holds: 0, misses: 0, imprecise: 0 };
-        for cell in cells {
-            match cell.verdict {
+        for verdict in verdicts {
+            match verdict {
                 Verdict::Holds => tally.holds += 1,
                 Verdict::Misses => tally.misses += 1,
                 Verdict::Imprecise => tally.imprecise += 1,
-                Verdict::Control => {}
+                Verdict::Control | Verdict::Reference => {}
             }
         }
         tally
@@ -77,26 +82,42 @@ impl Tally {
     }
 }
 
-fn row(table: &mut Table, group: &GroupCard, cell: &CellCard) {
+/// A row of the table; with `separate`, the two columns of the judgement
+/// against N separate connections follow.
+fn row(table: &mut Table, group: &GroupCard, cell: &CellCard, separate: bool) {
     let untrusted = if cell.untrusted > 0 { format!(" ({} untrusted)", cell.untrusted) } else { String::new() };
-    table.row(vec![
+    let n = match cell.verdict {
+        Verdict::Reference => format!("{} separate", cell.n),
+        _ => format!("{}", cell.n),
+    };
+    let mut values = vec![
         group.controller.clone(),
         group.peer.clone(),
         group.path.clone(),
         group.queue.clone(),
-        format!("{}", cell.n),
+        n,
         estimate(&cell.fairness_index),
         estimate(&cell.relative),
         format!("{:.5}", cell.loss_event_rate_weighted),
         format!("{:.5}", cell.loss_event_rate_standard),
         format!("{}{untrusted}", cell.seeds),
-        verdict(cell).to_string(),
-    ]);
+        verdict_text(cell.verdict).to_string(),
+    ];
+    if separate {
+        match &cell.separate {
+            Some(judgement) => {
+                values.extend([estimate(&judgement.relative), verdict_text(judgement.verdict).to_string()])
+            }
+            None => values.extend(["-".to_string(), "-".to_string()]),
+        }
+    }
+    table.row(values);
 }
 
-/// Every cell: the control first in each group.
+/// Every cell: the control first in each group, N separate connections
+/// (when the scorecard ran them) last.
 pub fn table(card: &Scorecard) -> String {
-    let mut table = Table::new(&[
+    let mut columns = vec![
         "controller",
         "peer",
         "path",
@@ -108,12 +129,42 @@ pub fn table(card: &Scorecard) -> String {
         "loss ev. std",
         "seeds",
         "verdict",
-    ]);
+    ];
+    if card.separate {
+        columns.extend(["FI / N separate", "vs N separate"]);
+    }
+    let mut table = Table::new(&columns);
     for group in &card.groups {
-        row(&mut table, group, &group.control);
-        for cell in &group.cells {
-            row(&mut table, group, cell);
+        for cell in std::iter::once(&group.control).chain(&group.cells).chain(&group.separate) {
+            row(&mut table, group, cell, card.separate);
         }
+    }
+    table.render()
+}
+
+/// Per controller and peer, the weighted cells judged against N separate
+/// connections (`--separate`), and what N separate connections get per
+/// connection relative to one alone: 1 where the peers treat a QUIC
+/// connection alike however many share the path.
+fn separate_headline(card: &Scorecard, pairs: &[(&str, &str)]) -> String {
+    let mut table =
+        Table::new(&["controller", "peer", "hold vs N separate", "FI / N separate", "N separate / control"]);
+    for &(controller, peer) in pairs {
+        let groups: Vec<&GroupCard> =
+            card.groups.iter().filter(|g| g.controller == controller && g.peer == peer).collect();
+        let judged: Vec<_> = groups.iter().flat_map(|g| &g.cells).filter_map(|c| c.separate).collect();
+        let tally = Tally::of_verdicts(judged.iter().map(|j| j.verdict));
+        let range = |values: Vec<f64>| match span(values) {
+            Some((low, high)) => format!("{low:.2}-{high:.2}"),
+            None => "-".to_string(),
+        };
+        table.row(vec![
+            controller.to_string(),
+            peer.to_string(),
+            format!("{}/{} ({} imprecise)", tally.holds, tally.judged(), tally.imprecise),
+            range(judged.iter().filter(|j| j.verdict != Verdict::Imprecise).map(|j| j.relative.mean).collect()),
+            range(groups.iter().flat_map(|g| &g.separate).map(|c| c.relative.mean).collect()),
+        ]);
     }
     table.render()
 }
@@ -124,7 +175,7 @@ pub fn table(card: &Scorecard) -> String {
 pub fn headline(card: &Scorecard) -> String {
     let pairs = distinct(card.groups.iter().map(|g| (g.controller.as_str(), g.peer.as_str())));
     let mut table = Table::new(&["controller", "peer", "hold", "misses", "imprecise", "FI / control", "control FI"]);
-    for (controller, peer) in pairs {
+    for &(controller, peer) in &pairs {
         let groups: Vec<&GroupCard> =
             card.groups.iter().filter(|g| g.controller == controller && g.peer == peer).collect();
         let cells: Vec<&CellCard> = groups.iter().flat_map(|g| &g.cells).collect();
@@ -152,6 +203,15 @@ pub fn headline(card: &Scorecard) -> String {
         card.tolerance * 100.0,
         card.precision * 100.0
     );
+    if card.separate {
+        text.push('\n');
+        text.push_str(&separate_headline(card, &pairs));
+        let _ = writeln!(
+            text,
+            "vs N separate: weighted cells within +-{:.0} % of what each of N separate connections at weight one gets per connection (--separate)",
+            card.tolerance * 100.0
+        );
+    }
     if card.access_jitter_ms.is_some() || card.access_jitter_shape.is_some() {
         let default = crate::scorecard::grid::LAB_ACCESS;
         let jitter = card.access_jitter_ms.unwrap_or(default.jitter_ms);
@@ -178,7 +238,9 @@ const UNPACED_PEERS: &str =
 /// its control's against N (log scale) with its 95 % interval; the
 /// tolerance band shaded green and each control's own interval, relative to
 /// its mean, as a band of the controller's colour around 1. Filled markers
-/// hold, crosses miss, hollow circles are imprecise (not judged).
+/// hold, crosses miss, hollow circles are imprecise (not judged);
+/// triangles are N separate connections (`--separate`), each's index over
+/// the control's.
 pub fn plots(card: &Scorecard, dir: &Path) -> Result<(), String> {
     let panels = distinct(card.groups.iter().map(|g| (g.peer.as_str(), g.path.as_str(), g.queue.as_str())));
     for (peer, path, queue) in panels {
@@ -199,7 +261,7 @@ pub fn plots(card: &Scorecard, dir: &Path) -> Result<(), String> {
 /// interval of two seeds can be wider than any judgement needs).
 fn y_range(groups: &[&GroupCard], tolerance: f64) -> (f64, f64) {
     let (mut low, mut high) = (0.5f64.min(1.0 - 2.0 * tolerance), 1.5f64.max(1.0 + 2.0 * tolerance));
-    for cell in groups.iter().flat_map(|g| &g.cells) {
+    for cell in groups.iter().flat_map(|g| g.cells.iter().chain(&g.separate)) {
         let (mean, ci) = (cell.relative.mean, cell.relative.ci95);
         if mean.is_finite() {
             let ci = if ci.is_finite() { ci } else { 0.0 };
@@ -282,7 +344,7 @@ fn panel(path: &Path, title: &str, groups: &[&GroupCard], tolerance: f64) -> Res
             line.label(format!("{} (control's index {control_text})", group.controller))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         }
-        for cell in &cells {
+        for cell in cells.iter().copied().chain(group.separate.iter().filter(|c| c.relative.mean.is_finite())) {
             let (x, mean, ci) = (cell.n.log2() + dodge(i), cell.relative.mean, cell.relative.ci95);
             if ci.is_finite() {
                 let (low, high) = ((mean - ci).max(y0), (mean + ci).min(y1));
@@ -297,9 +359,18 @@ fn panel(path: &Path, title: &str, groups: &[&GroupCard], tolerance: f64) -> Res
                 Verdict::Holds | Verdict::Control => Circle::new(point, 5, color.filled()).into_dyn(),
                 Verdict::Misses => Cross::new(point, 6, color.stroke_width(3)).into_dyn(),
                 Verdict::Imprecise => Circle::new(point, 5, color.stroke_width(2)).into_dyn(),
+                Verdict::Reference => TriangleMarker::new(point, 7, color.stroke_width(2)).into_dyn(),
             };
             chart.draw_series(std::iter::once(marker)).map_err(|e| failure(e.to_string()))?;
         }
+    }
+    if text && groups.iter().any(|g| !g.separate.is_empty()) {
+        // An empty series that only carries the legend's entry.
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(|e| failure(e.to_string()))?
+            .label("N separate connections at weight one, per connection")
+            .legend(|(x, y)| TriangleMarker::new((x + 10, y), 7, BLACK.stroke_width(2)));
     }
     if text {
         chart
@@ -434,6 +505,36 @@ pub fn markdown(card: &Scorecard) -> String {
         }
         let _ = writeln!(text, "{row}");
     }
+    if card.separate {
+        let _ = writeln!(
+            text,
+            "\nAgainst N separate connections at weight one (`--separate`): what each of them gets over the control's index, and the weighted connection's index over theirs (bold: outside ±{tolerance:.0} %, `?`: imprecise):\n"
+        );
+        let _ =
+            writeln!(text, "| controller | peer | path | queue | N | N separate / control | weighted / N separate |");
+        let _ = writeln!(text, "|---|---|---|---|---|---|---|");
+        for group in &card.groups {
+            for reference in &group.separate {
+                let judgement = group.cells.iter().find(|c| c.n == reference.n).and_then(|c| c.separate);
+                let judged = match judgement {
+                    None => "-".to_string(),
+                    Some(j) if j.verdict == Verdict::Misses => format!("**{}**", value(&j.relative)),
+                    Some(j) if j.verdict == Verdict::Imprecise => format!("{}?", value(&j.relative)),
+                    Some(j) => value(&j.relative),
+                };
+                let _ = writeln!(
+                    text,
+                    "| {} | {} | {} | {} | {} | {} | {judged} |",
+                    group.controller,
+                    group.peer,
+                    group.path,
+                    group.queue,
+                    reference.n,
+                    value(&reference.relative)
+                );
+            }
+        }
+    }
     text
 }
 
@@ -465,6 +566,7 @@ mod tests {
             access_jitter_ms: None,
             access_jitter_shape: None,
             peer_pacing: None,
+            separate: false,
             grid_groups: 1,
             shard: None,
             groups: vec![GroupCard {
@@ -477,6 +579,7 @@ mod tests {
                 queue: "droptail-1bdp".into(),
                 control,
                 cells,
+                separate: Vec::new(),
             }],
         };
         let text = markdown(&card);
@@ -489,6 +592,19 @@ mod tests {
         );
         assert!(text.trim_end().ends_with("? |"), "{text}");
         assert!(!text.contains("unpaced") && !headline(&card).contains("unpaced"));
+        assert!(!text.contains("separate") && !table(&card).contains("separate"));
+
+        // Four separate connections get 0.85 each, as the weighted one does
+        // per flowshare: it holds against them.
+        let mut with_separate = Scorecard { separate: true, ..card.clone() };
+        let group = &mut with_separate.groups[0];
+        let reference = CellCard::separate_reference(4.0, &[sample(0.85), sample(0.85)], &group.control);
+        group.cells[0] = group.cells[0].clone().judged_against_separate(&reference, 0.05, 0.1);
+        group.separate = vec![reference];
+        let text = markdown(&with_separate);
+        assert!(text.contains("| multcp | reno | small-20 | droptail-1bdp | 4 | 1.06±0.00 | 1.00±0.00 |"), "{text}");
+        assert!(headline(&with_separate).contains("1/1 (0 imprecise)"), "{}", headline(&with_separate));
+        assert!(table(&with_separate).contains("4 separate"), "{}", table(&with_separate));
         let unpaced = Scorecard { peer_pacing: Some(false), ..card };
         assert!(markdown(&unpaced).starts_with(UNPACED_PEERS) && headline(&unpaced).contains(UNPACED_PEERS));
     }
