@@ -16,7 +16,6 @@ use crate::scorecard::card::GroupCard;
 use crate::scorecard::card::Sample;
 use crate::scorecard::card::Scorecard;
 use crate::scorecard::card::Shard;
-use crate::scorecard::grid::has_separate_reference;
 use crate::scorecard::grid::Cell;
 use crate::scorecard::grid::Group;
 use crate::setup::JitterShape;
@@ -139,10 +138,8 @@ impl Campaign {
             };
             let control = CellCard::new(1.0, of(Cell::Control), None, self.precision, self.tolerance);
             let separate: Vec<CellCard> = group
-                .weights
-                .iter()
-                .filter(|&&n| self.separate && has_separate_reference(n))
-                .map(|&n| CellCard::separate_reference(n, of(Cell::Separate(n)), &control))
+                .separate_weights(self.separate)
+                .map(|n| CellCard::separate_reference(n, of(Cell::Separate(n)), &control))
                 .collect();
             let cells = group
                 .weights

@@ -221,8 +221,9 @@ impl CellCard {
     /// samples: relative to the control (1 when each of them gets what one
     /// connection alone gets), not judged.
     pub fn separate_reference(n: f64, samples: &[Sample], control: &CellCard) -> CellCard {
-        let card = CellCard::new(n, samples, Some(control), f64::INFINITY, f64::INFINITY);
-        CellCard { verdict: Verdict::Reference, ..card }
+        let card = CellCard::new(n, samples, None, 0.0, 0.0);
+        let relative = card.fairness_index.relative_to(&control.fairness_index);
+        CellCard { relative, verdict: Verdict::Reference, ..card }
     }
 
     /// This weighted cell judged against `reference`, N separate

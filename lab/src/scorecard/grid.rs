@@ -139,11 +139,16 @@ impl Group {
     /// The control, then the weights, then (with `separate`) N separate
     /// connections for every weight that has them.
     pub fn cells(&self, separate: bool) -> Vec<Cell> {
-        let separate_weights = self.weights.iter().filter(|&&n| separate && has_separate_reference(n));
         std::iter::once(Cell::Control)
             .chain(self.weights.iter().map(|&n| Cell::Weight(n)))
-            .chain(separate_weights.map(|&n| Cell::Separate(n)))
+            .chain(self.separate_weights(separate).map(Cell::Separate))
             .collect()
+    }
+
+    /// The weights that (with `separate`) also run as N separate
+    /// connections: the whole ones of two or more.
+    pub fn separate_weights(&self, separate: bool) -> impl Iterator<Item = f64> + '_ {
+        self.weights.iter().copied().filter(move |&n| separate && has_separate_reference(n))
     }
 
     /// The scenario of `cell`, the path's duration long (the first quarter

@@ -43,6 +43,14 @@ fn distinct<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T> {
     seen
 }
 
+/// `low-high` of `values`, `-` when there are none.
+fn range_text(values: Vec<f64>) -> String {
+    match span(values) {
+        Some((low, high)) => format!("{low:.2}-{high:.2}"),
+        None => "-".to_string(),
+    }
+}
+
 /// The lowest and the highest value, if there is one.
 fn span(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
     values.into_iter().fold(None, |span, v| match span {
@@ -154,16 +162,12 @@ fn separate_headline(card: &Scorecard, pairs: &[(&str, &str)]) -> String {
             card.groups.iter().filter(|g| g.controller == controller && g.peer == peer).collect();
         let judged: Vec<_> = groups.iter().flat_map(|g| &g.cells).filter_map(|c| c.separate).collect();
         let tally = Tally::of_verdicts(judged.iter().map(|j| j.verdict));
-        let range = |values: Vec<f64>| match span(values) {
-            Some((low, high)) => format!("{low:.2}-{high:.2}"),
-            None => "-".to_string(),
-        };
         table.row(vec![
             controller.to_string(),
             peer.to_string(),
             format!("{}/{} ({} imprecise)", tally.holds, tally.judged(), tally.imprecise),
-            range(judged.iter().filter(|j| j.verdict != Verdict::Imprecise).map(|j| j.relative.mean).collect()),
-            range(groups.iter().flat_map(|g| &g.separate).map(|c| c.relative.mean).collect()),
+            range_text(judged.iter().filter(|j| j.verdict != Verdict::Imprecise).map(|j| j.relative.mean).collect()),
+            range_text(groups.iter().flat_map(|g| &g.separate).map(|c| c.relative.mean).collect()),
         ]);
     }
     table.render()
@@ -180,10 +184,6 @@ pub fn headline(card: &Scorecard) -> String {
             card.groups.iter().filter(|g| g.controller == controller && g.peer == peer).collect();
         let cells: Vec<&CellCard> = groups.iter().flat_map(|g| &g.cells).collect();
         let tally = Tally::of(cells.iter().copied());
-        let range = |values: Vec<f64>| match span(values) {
-            Some((low, high)) => format!("{low:.2}-{high:.2}"),
-            None => "-".to_string(),
-        };
         let judged: Vec<f64> =
             cells.iter().filter(|c| c.verdict != Verdict::Imprecise).map(|c| c.relative.mean).collect();
         table.row(vec![
@@ -192,8 +192,8 @@ pub fn headline(card: &Scorecard) -> String {
             format!("{}/{}", tally.holds, tally.judged()),
             tally.misses.to_string(),
             tally.imprecise.to_string(),
-            range(judged),
-            range(groups.iter().map(|g| g.control.fairness_index.mean).collect()),
+            range_text(judged),
+            range_text(groups.iter().map(|g| g.control.fairness_index.mean).collect()),
         ]);
     }
     let mut text = table.render();
@@ -483,6 +483,12 @@ pub fn markdown(card: &Scorecard) -> String {
             format!("{:.2}", estimate.mean)
         }
     };
+    // A judged value: bold when it misses, `?` when imprecise.
+    let marked = |estimate: &Estimate, verdict: Verdict| match verdict {
+        Verdict::Misses => format!("**{}**", value(estimate)),
+        Verdict::Imprecise => format!("{}?", value(estimate)),
+        _ => value(estimate),
+    };
     for group in &card.groups {
         let mut row = format!(
             "| {} | {} | {} | {} | {} |",
@@ -495,11 +501,7 @@ pub fn markdown(card: &Scorecard) -> String {
         for &n in &weights {
             let cell = match group.cells.iter().find(|c| c.n == n) {
                 None => "-".to_string(),
-                Some(c) => match c.verdict {
-                    Verdict::Misses => format!("**{}**", value(&c.relative)),
-                    Verdict::Imprecise => format!("{}?", value(&c.relative)),
-                    _ => value(&c.relative),
-                },
+                Some(c) => marked(&c.relative, c.verdict),
             };
             let _ = write!(row, " {cell} |");
         }
@@ -516,12 +518,7 @@ pub fn markdown(card: &Scorecard) -> String {
         for group in &card.groups {
             for reference in &group.separate {
                 let judgement = group.cells.iter().find(|c| c.n == reference.n).and_then(|c| c.separate);
-                let judged = match judgement {
-                    None => "-".to_string(),
-                    Some(j) if j.verdict == Verdict::Misses => format!("**{}**", value(&j.relative)),
-                    Some(j) if j.verdict == Verdict::Imprecise => format!("{}?", value(&j.relative)),
-                    Some(j) => value(&j.relative),
-                };
+                let judged = judgement.map_or("-".to_string(), |j| marked(&j.relative, j.verdict));
                 let _ = writeln!(
                     text,
                     "| {} | {} | {} | {} | {} | {} | {judged} |",
