@@ -187,6 +187,12 @@ pub struct GridArgs {
     /// kind share the path (QUIC against Linux TCP, testbed/README.md)
     #[arg(long)]
     pub separate: bool,
+    /// The most seeds a cell may take while its 95 % interval is still
+    /// wider than ±5 % (default: the lab's and the testbed's 16, or
+    /// `--seeds`). With `--resume` in the testbed, a finished campaign
+    /// given a higher limit runs only the seeds its imprecise cells add.
+    #[arg(long)]
+    pub max_seeds: Option<usize>,
 }
 
 impl GridArgs {
@@ -195,13 +201,24 @@ impl GridArgs {
         self.shard.as_deref().map(Shard::parse).transpose()
     }
 
-    /// `campaign` with the grid's own flags applied: `--separate`.
+    /// `campaign` with the grid's own flags applied: `--separate` and
+    /// `--max-seeds`.
     pub fn apply(&self, campaign: Campaign) -> Result<Campaign, String> {
         let mut weights = campaign.groups.iter().flat_map(|group| &group.weights);
         if self.separate && !weights.any(|&n| grid::has_separate_reference(n)) {
             return Err("--separate needs a whole N of 2 or more among the weights (--n)".into());
         }
-        Ok(Campaign { separate: self.separate, ..campaign })
+        let seeds = match self.max_seeds {
+            None => campaign.seeds,
+            Some(max) if max < campaign.seeds.min => {
+                return Err(format!(
+                    "--max-seeds {max} is below the {} seeds every cell starts with",
+                    campaign.seeds.min
+                ));
+            }
+            Some(max) => Seeds { max, ..campaign.seeds },
+        };
+        Ok(Campaign { separate: self.separate, seeds, ..campaign })
     }
 }
 
@@ -266,6 +283,26 @@ mod tests {
         let campaign = lab_campaign(options, None).unwrap();
         let job = Job { group: 0, cell: Cell::Weight(8.0), seed: 1 };
         lab_scenario(&campaign, &job).unwrap().flows.iter().map(|flow| flow.jitter_ms).collect()
+    }
+
+    #[test]
+    fn max_seeds_raises_the_limit_and_refuses_one_below_the_start() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            grid: GridArgs,
+        }
+        let grid = |args: &[&str]| {
+            let cli: Cli = clap::Parser::try_parse_from([&["scorecard", "--quick"][..], args].concat())
+                .map_err(|e| e.to_string())?;
+            cli.grid.apply(lab_campaign(&cli.grid.options.options()?, None)?)
+        };
+        assert_eq!(grid(&[]).unwrap().seeds, Seeds { min: 4, max: 16, step: 4 });
+        assert_eq!(grid(&["--max-seeds", "40"]).unwrap().seeds, Seeds { min: 4, max: 40, step: 4 });
+        assert_eq!(
+            grid(&["--max-seeds", "3"]).unwrap_err(),
+            "--max-seeds 3 is below the 4 seeds every cell starts with"
+        );
     }
 
     #[test]
