@@ -21,6 +21,7 @@ use flowshare_lab::scenario::TESTBED_START_SPREAD_S;
 use flowshare_lab::scorecard::campaign::Campaign;
 use flowshare_lab::scorecard::campaign::Job;
 use flowshare_lab::scorecard::campaign::Seeds;
+use flowshare_lab::scorecard::campaign::SEED_LIMIT;
 use flowshare_lab::scorecard::card::Sample;
 use flowshare_lab::scorecard::card::Scorecard;
 use flowshare_lab::scorecard::card::Shard;
@@ -64,8 +65,8 @@ const STANDARD_FLOWS: usize = 4;
 const FULL_DURATION_S: f64 = 160.0;
 
 /// Runs per cell of the full grid: six, then two more at a time while the
-/// cell's interval is wider than ±5 %, up to sixteen.
-const FULL_SEEDS: Seeds = Seeds { min: 6, max: 16, step: 2 };
+/// cell's interval is wider than ±5 %, up to `SEED_LIMIT`.
+const FULL_SEEDS: Seeds = Seeds { min: 6, max: SEED_LIMIT, step: 2 };
 
 /// The testbed's paths: 20 Mbit/s at 40 ms and 50 Mbit/s at 20 ms, runs
 /// of `duration_s` real seconds.

@@ -20,6 +20,10 @@ use crate::scorecard::grid::Cell;
 use crate::scorecard::grid::Group;
 use crate::setup::JitterShape;
 
+/// The most seeds a cell of a full grid takes, the lab's and the
+/// testbed's, unless `--max-seeds` raises it.
+pub const SEED_LIMIT: usize = 16;
+
 /// How many seeds a cell runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Seeds {

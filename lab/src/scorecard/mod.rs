@@ -32,6 +32,7 @@ use crate::scenario::LAB_START_SPREAD_S;
 use crate::scorecard::campaign::Campaign;
 use crate::scorecard::campaign::Job;
 use crate::scorecard::campaign::Seeds;
+use crate::scorecard::campaign::SEED_LIMIT;
 use crate::scorecard::card::Sample;
 use crate::scorecard::card::Scorecard;
 use crate::scorecard::card::Shard;
@@ -105,7 +106,7 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
     }
     let seeds = match options.seeds {
         Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
-        None => Seeds { min: 4, max: 16, step: 4 },
+        None => Seeds { min: 4, max: SEED_LIMIT, step: 4 },
     };
     Ok(Campaign {
         kind: "lab",
@@ -188,9 +189,10 @@ pub struct GridArgs {
     #[arg(long)]
     pub separate: bool,
     /// The most seeds a cell may take while its 95 % interval is still
-    /// wider than ±5 % (default: the lab's and the testbed's 16, or
-    /// `--seeds`). With `--resume` in the testbed, a finished campaign
-    /// given a higher limit runs only the seeds its imprecise cells add.
+    /// wider than ±5 % (default: 16 in a full grid; a quick grid's and
+    /// `--seeds` run exactly their count). With `--resume` in the testbed,
+    /// a finished campaign given a higher limit runs only the seeds its
+    /// imprecise cells add.
     #[arg(long)]
     pub max_seeds: Option<usize>,
 }
