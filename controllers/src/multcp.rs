@@ -20,6 +20,11 @@
 //!   increase is raised by the ratio of the two, found from its own
 //!   losses per event ([`crate::thinning`]): AIMD(N² R, 1/2), with R = 1
 //!   for single losses. `thinning=paper` keeps AIMD(N², 1/2).
+//!   `yield_by=decrease` gives up the rest of the flow's share by a deeper
+//!   cut instead of a slower growth, worth the same N flowshares by eq. (5)
+//!   ([`crate::thinning::YieldBy`]): AIMD(N, 2 / (1 + 3N)), e.g.
+//!   AIMD(0.5, 0.8) at N = 0.5, below which the cut stays at 0.8 and the
+//!   increase falls along eq. (5).
 //! * **Slow start**: three packets per acknowledged packet (window growth of
 //!   two) until the window reaches what N TCP flows reach together, then
 //!   standard slow start. Starting from the same initial window IW, MulTCP
@@ -67,7 +72,9 @@ use crate::pacing::PACINGS;
 use crate::spec::AlgorithmConfig;
 use crate::thinning::LossesPerEvent;
 use crate::thinning::Thinning;
+use crate::thinning::YieldBy;
 use crate::thinning::THINNINGS;
+use crate::thinning::YIELD_BYS;
 use crate::window::Decrease;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
@@ -106,10 +113,17 @@ pub struct MulTcpConfig {
     /// Whether the window lets out only what its flows' delayed
     /// acknowledgements would.
     pub ack_delay: AckDelay,
+    /// How the default pair gives up the rest of a flow's share below one
+    /// flowshare.
+    pub yield_by: YieldBy,
     choice: PairChoice,
 }
 
 impl MulTcpConfig {
+    /// How the default pair yields below one flowshare unless a spec says
+    /// otherwise.
+    pub const DEFAULT_YIELD_BY: YieldBy = YieldBy::Increase;
+
     /// MulTCP(1): one standard flow, AIMD(1, 1/2).
     pub fn one_flow() -> Self {
         MulTcpConfig {
@@ -119,20 +133,28 @@ impl MulTcpConfig {
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
             ack_delay: AckDelay::DEFAULT,
+            yield_by: MulTcpConfig::DEFAULT_YIELD_BY,
             choice: PairChoice::Default,
         }
     }
 
     /// MulTCP(n) with the default pair.
     pub fn new(n: f64) -> Result<Self, SpecError> {
+        MulTcpConfig::yielding(n, MulTcpConfig::DEFAULT_YIELD_BY)
+    }
+
+    /// MulTCP(n) with the default pair, which below one flowshare yields as
+    /// `yield_by` says.
+    pub fn yielding(n: f64, yield_by: YieldBy) -> Result<Self, SpecError> {
         check_weight(n)?;
         Ok(MulTcpConfig {
             n,
-            aimd: default_pair(n),
+            aimd: default_pair(n, yield_by),
             decrease: Decrease::PerFlow,
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
             ack_delay: AckDelay::DEFAULT,
+            yield_by,
             choice: PairChoice::Default,
         })
     }
@@ -173,7 +195,7 @@ impl MulTcpConfig {
     /// acknowledgement delay for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         let config = match self.choice {
-            PairChoice::Default => MulTcpConfig::new(n),
+            PairChoice::Default => MulTcpConfig::yielding(n, self.yield_by),
             PairChoice::Increase => MulTcpConfig::with_increase(n, self.aimd.increase),
             PairChoice::Decrease => MulTcpConfig::with_decrease(n, self.aimd.decrease),
         }?;
@@ -219,14 +241,16 @@ impl MulTcpConfig {
 }
 
 impl AlgorithmConfig for MulTcpConfig {
-    /// Parses `n`, `a`, `b`, `decrease`, `pacing`, `thinning` and `ack_delay`.
+    /// Parses `n`, `a`, `b`, `decrease`, `pacing`, `thinning`, `ack_delay`
+    /// and `yield_by`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let n = args.weight(Range::WEIGHT)?;
         let decrease = args.choice("decrease", &DECREASES)?.unwrap_or(Decrease::PerFlow);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
-        let config = MulTcpConfig::pair_from_args(n, args)?;
+        let yield_by = args.choice("yield_by", &YIELD_BYS)?;
+        let config = MulTcpConfig::pair_from_args(n, yield_by, args)?;
         Ok(MulTcpConfig { decrease, pacing, thinning, ack_delay, ..config })
     }
 
@@ -244,13 +268,21 @@ impl AlgorithmConfig for MulTcpConfig {
 }
 
 impl MulTcpConfig {
-    /// Parses `a` and `b` for weight `n`.
-    fn pair_from_args(n: f64, args: &mut Args) -> Result<Self, SpecError> {
+    /// Parses `a` and `b` for weight `n`; `yield_by` chooses the default
+    /// pair, so it cannot come with either.
+    fn pair_from_args(n: f64, yield_by: Option<YieldBy>, args: &mut Args) -> Result<Self, SpecError> {
         // Ranges of a and b depend on n; the constructors check them.
         let a = args.real("a", Range::open(0.0, f64::INFINITY))?;
         let b = args.real("b", Range::open(0.0, 1.0))?;
+        if let (Some(yield_by), true) = (yield_by, a.is_some() || b.is_some()) {
+            return Err(SpecError::new(
+                "multcp",
+                "yield_by",
+                format!("= {} chooses the default pair; give it or a/b, not both", yield_by.name()),
+            ));
+        }
         match (a, b) {
-            (None, None) => MulTcpConfig::new(n),
+            (None, None) => MulTcpConfig::yielding(n, yield_by.unwrap_or(MulTcpConfig::DEFAULT_YIELD_BY)),
             (Some(a), None) => MulTcpConfig::with_increase(n, a),
             (None, Some(b)) => MulTcpConfig::with_decrease(n, b),
             (Some(a), Some(b)) => {
@@ -291,6 +323,9 @@ impl fmt::Display for MulTcpConfig {
         if self.ack_delay != AckDelay::DEFAULT {
             write!(f, ",ack_delay={}", self.ack_delay.name())?;
         }
+        if self.choice == PairChoice::Default && self.yield_by != MulTcpConfig::DEFAULT_YIELD_BY {
+            write!(f, ",yield_by={}", self.yield_by.name())?;
+        }
         Ok(())
     }
 }
@@ -303,12 +338,13 @@ fn check_weight(n: f64) -> Result<(), SpecError> {
     }
 }
 
-/// AIMD(N, 1/2N) for N >= 1, AIMD(N², 1/2) below.
-fn default_pair(n: f64) -> Aimd {
+/// AIMD(N, 1/2N) for N >= 1; below, AIMD(N², 1/2) or the deeper cut
+/// `yield_by` chooses.
+fn default_pair(n: f64, yield_by: YieldBy) -> Aimd {
     if n >= 1.0 {
         Aimd { increase: n, decrease: 0.5 / n }
     } else {
-        Aimd { increase: n * n, decrease: 0.5 }
+        yield_by.reno_pair(n)
     }
 }
 
@@ -489,6 +525,25 @@ mod tests {
         let config = multcp("multcp:n=0.5").config().clone();
         assert_eq!(config.aimd, Aimd { increase: 0.25, decrease: 0.5 });
         assert!((config.aimd.flowshares() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn below_one_flowshare_yield_by_decrease_cuts_deeper_for_the_same_flowshares() {
+        let deeper = multcp("multcp:n=0.5,yield_by=decrease").config().clone();
+        let slower = multcp("multcp:n=0.5,yield_by=increase").config().clone();
+        assert!((deeper.aimd.decrease - 0.8).abs() < 1e-12 && (deeper.aimd.increase - 0.5).abs() < 1e-12);
+        assert_eq!(slower.aimd, Aimd { increase: 0.25, decrease: 0.5 });
+        assert!((deeper.aimd.flowshares() - 0.5).abs() < 1e-12);
+        // A weight change keeps the rule, which changes nothing from one flowshare up.
+        assert_eq!(deeper.reweighted(0.25).unwrap().aimd, YieldBy::Decrease.reno_pair(0.25));
+        assert_eq!(deeper.reweighted(4.0).unwrap().aimd, Aimd { increase: 4.0, decrease: 0.125 });
+        for spec in ["multcp:n=0.5,yield_by=decrease", "multcp:n=0.5,yield_by=increase"] {
+            let text = spec.parse::<Spec>().unwrap().to_string();
+            assert_eq!(text.parse::<Spec>().unwrap().to_string(), text);
+            assert_eq!(multcp(&text).config().aimd, multcp(spec).config().aimd, "{text}");
+        }
+        let error = "multcp:n=0.5,a=0.1,yield_by=decrease".parse::<Spec>().unwrap_err().to_string();
+        assert!(error.contains("yield_by = decrease chooses the default pair; give it or a/b, not both"), "{error}");
     }
 
     /// The increase after slow start's loss event and three more events of

@@ -13,11 +13,11 @@
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
 //! | `bbr` | - | - | rate | none (quiche's BBRv2 in quiche, Linux's BBR as a TCP peer; no implementation here, so not in the lab) |
-//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay` ([`crate::multcp`]) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay`, `yield_by` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
 //! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `thinning`, `yield_by` ([`crate::pa_multcp`]) |
-//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay` ([`crate::mulcubic`]) |
+//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay`, `yield_by` ([`crate::mulcubic`]) |
 //! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
@@ -47,9 +47,13 @@ fn parse<C: AlgorithmConfig>(args: &mut Args) -> Result<Arc<dyn AlgorithmConfig>
     Ok(Arc::new(C::from_args(args)?))
 }
 
-/// The papers' behaviour of the two single-window aggregates, MulTCP and
-/// MulCUBIC, which take the same keys for it.
-const WINDOW_AGGREGATE_PAPER_KEYS: &str = "decrease=paper,pacing=even,thinning=paper,ack_delay=paper";
+/// The papers' behaviour of MulTCP, whose default already yields below one
+/// flowshare as the papers do (`yield_by=increase`).
+const MULTCP_PAPER_KEYS: &str = "decrease=paper,pacing=even,thinning=paper,ack_delay=paper";
+
+/// The papers' behaviour of MulCUBIC: MulTCP's keys, and the papers' way of
+/// yielding below one flowshare, which MulCUBIC's default is not.
+const MULCUBIC_PAPER_KEYS: &str = "decrease=paper,pacing=even,thinning=paper,ack_delay=paper,yield_by=increase";
 
 /// Every algorithm, in the order listings and experiments show them.
 pub static ALGORITHMS: &[Algorithm] = &[
@@ -98,7 +102,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multcp:n=4,a=2,pacing=even",
-        paper: Some(WINDOW_AGGREGATE_PAPER_KEYS),
+        paper: Some(MULTCP_PAPER_KEYS),
         parse: parse::<MulTcpConfig>,
     },
     Algorithm {
@@ -146,7 +150,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "mulcubic:n=4,pacing=even",
-        paper: Some(WINDOW_AGGREGATE_PAPER_KEYS),
+        paper: Some(MULCUBIC_PAPER_KEYS),
         parse: parse::<MulCubicConfig>,
     },
     Algorithm {
@@ -262,7 +266,7 @@ mod tests {
         assert!(error("multcp:n=inf").contains("n = inf is out of range"));
         assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
         assert!(error("multcp:m=4")
-            .contains("m is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, a, b)"));
+            .contains("m is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, yield_by, a, b)"));
         assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
         assert!(error("multcp:n").contains("has no value"));
         assert!(error("bbr9").contains("algorithm \"bbr9\" is not a known algorithm"));

@@ -87,12 +87,12 @@ impl Thinning {
 pub enum YieldBy {
     /// The papers': the flow's decrease, `n²` times its increase (MulTCP's
     /// AIMD(n², 1/2), MulCUBIC's `n² α` and `n⁴ C`) (`yield_by=increase`;
-    /// MulTCP's and MulCUBIC's rule).
+    /// MulTCP's default).
     Increase,
     /// A deeper decrease and `n` times the increase
     /// ([`yielding_decrease`], at most 80 % of the window per loss event,
     /// below which the increase falls further) (`yield_by=decrease`,
-    /// PA-MulTCP's default).
+    /// PA-MulTCP's and MulCUBIC's default).
     Decrease,
 }
 
