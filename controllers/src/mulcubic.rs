@@ -155,7 +155,6 @@ use crate::ack_delay::ACK_DELAYS;
 use crate::controller::Controller;
 use crate::controller::Params;
 use crate::cubic::CubicWindow;
-use crate::equations::cubic_flow_params;
 use crate::equations::thin_cubic_params;
 use crate::equations::CubicParams;
 use crate::equations::CUBIC_WEIGHT;
@@ -221,9 +220,9 @@ impl MulCubicConfig {
     /// flowshare, one flow's `C` (scaled by the flows each loss event hits,
     /// [`CubicWindow::set_virtual_flows`]), `β_N`, and N times one flow's
     /// Reno-friendly growth; otherwise the constants of one decrease per
-    /// event ([`crate::equations::cubic_flow_params`]; below one flowshare
-    /// those of `yield_by`, [`YieldBy::cubic_params`]), which below one flowshare
-    /// `thinning=undo` raises for a window whose loss events lose
+    /// event ([`YieldBy::cubic_params`]: [`crate::equations::cubic_flow_params`],
+    /// or below one flowshare the deeper cut of `yield_by=decrease`), which
+    /// below one flowshare `thinning=undo` raises for a window whose loss events lose
     /// `losses_per_event` packets on average ([`thin_cubic_params`]).
     pub fn params(&self, losses_per_event: f64) -> CubicParams {
         match self.decrease {
@@ -236,12 +235,11 @@ impl MulCubicConfig {
                     ..one
                 }
             }
-            _ if self.n < 1.0 => thin_cubic_params(
+            _ => thin_cubic_params(
                 self.yield_by.cubic_params(self.n),
                 self.n,
                 self.thinning.ratio(self.n, losses_per_event),
             ),
-            _ => cubic_flow_params(self.n),
         }
     }
 

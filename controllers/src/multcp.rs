@@ -274,7 +274,7 @@ impl MulTcpConfig {
         // Ranges of a and b depend on n; the constructors check them.
         let a = args.real("a", Range::open(0.0, f64::INFINITY))?;
         let b = args.real("b", Range::open(0.0, 1.0))?;
-        if let (Some(yield_by), true) = (yield_by, a.is_some() || b.is_some()) {
+        if let Some(yield_by) = yield_by.filter(|_| a.is_some() || b.is_some()) {
             return Err(SpecError::new(
                 "multcp",
                 "yield_by",

@@ -47,13 +47,21 @@ fn parse<C: AlgorithmConfig>(args: &mut Args) -> Result<Arc<dyn AlgorithmConfig>
     Ok(Arc::new(C::from_args(args)?))
 }
 
-/// The papers' behaviour of MulTCP, whose default already yields below one
-/// flowshare as the papers do (`yield_by=increase`).
-const MULTCP_PAPER_KEYS: &str = "decrease=paper,pacing=even,thinning=paper,ack_delay=paper";
+/// The papers' behaviour of the two single-window aggregates, MulTCP and
+/// MulCUBIC, which take the same keys for it.
+macro_rules! window_aggregate_paper_keys {
+    () => {
+        "decrease=paper,pacing=even,thinning=paper,ack_delay=paper"
+    };
+}
 
-/// The papers' behaviour of MulCUBIC: MulTCP's keys, and the papers' way of
-/// yielding below one flowshare, which MulCUBIC's default is not.
-const MULCUBIC_PAPER_KEYS: &str = "decrease=paper,pacing=even,thinning=paper,ack_delay=paper,yield_by=increase";
+/// MulTCP's paper keys: its default already yields below one flowshare as
+/// the papers do (`yield_by=increase`).
+const MULTCP_PAPER_KEYS: &str = window_aggregate_paper_keys!();
+
+/// MulCUBIC's paper keys: the aggregates' and the papers' way of yielding
+/// below one flowshare, which MulCUBIC's default is not.
+const MULCUBIC_PAPER_KEYS: &str = concat!(window_aggregate_paper_keys!(), ",yield_by=increase");
 
 /// Every algorithm, in the order listings and experiments show them.
 pub static ALGORITHMS: &[Algorithm] = &[

@@ -115,7 +115,8 @@ impl YieldBy {
     }
 
     /// CUBIC's constants for a window worth `n < 1` flowshares
-    /// ([`cubic_flow_params`] or [`yielding_cubic_flow_params`]).
+    /// ([`cubic_flow_params`] or [`yielding_cubic_flow_params`]); both give
+    /// [`cubic_flow_params`] at `n >= 1`.
     pub fn cubic_params(self, n: f64) -> CubicParams {
         match self {
             YieldBy::Increase => cubic_flow_params(n),
