@@ -120,7 +120,7 @@ impl FlowAcks {
         window_packets: f64,
         smoothed_rtt: Duration,
     ) -> f64 {
-        if self.mode == AckDelay::Paper || n <= 1.0 || pacing == Pacing::Off || in_slow_start {
+        if self.mode == AckDelay::Paper || n <= 1.0 || pacing.ack_clocked() || in_slow_start {
             return 1.0;
         }
         let rtt = smoothed_rtt.as_secs_f64();

@@ -16,7 +16,7 @@
 //! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay`, `yield_by` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
-//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `thinning`, `yield_by` ([`crate::pa_multcp`]) |
+//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning`, `yield_by` ([`crate::pa_multcp`]) |
 //! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay`, `yield_by` ([`crate::mulcubic`]) |
 //! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
 

@@ -617,6 +617,24 @@ path = ["bottleneck"]
     }
 
     #[test]
+    fn the_shipped_burst_split_scenario_splits_one_weight_one_quic_flow_against_linux_tcp() {
+        let files = shipped_scenarios("burst-split-");
+        assert_eq!(files.len(), 1, "{files:?}");
+        let plan = plan(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+        let split: Spec = "pa-multcp:n=1,pacing=split,split=12".parse().unwrap();
+        assert!(
+            matches!(&plan.flows[0].kind, FlowKind::Quic { spec, .. } if *spec == split),
+            "{:?}",
+            plan.flows[0].kind
+        );
+        assert_eq!(plan.flows[0].role, Role::Weighted);
+        assert!(plan.flows[1..]
+            .iter()
+            .all(|flow| flow.role == Role::Standard && matches!(flow.kind, FlowKind::Tcp { cc: "cubic", .. })));
+        assert_eq!(plan.flows.len(), 5);
+    }
+
+    #[test]
     fn flows_get_ports_links_and_labels_by_transport() {
         let plan = plan(CROSS).unwrap();
         assert_eq!(plan.flows.len(), 2);

@@ -16,6 +16,7 @@ use crate::grammar::Range;
 use crate::grammar::SpecError;
 use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
+use crate::pacing::SPLIT_GAIN;
 use crate::spec::AlgorithmConfig;
 use crate::thinning::Thinning;
 use crate::thinning::YieldBy;
@@ -73,6 +74,8 @@ pub struct PaMulTcpConfig {
     pub cap: CapRule,
     /// How the connection spaces its packets.
     pub pacing: Pacing,
+    /// With `pacing=split`, the pacer's rate over the window's.
+    pub split_gain: f64,
     /// Which loss event rate the probe answers below one flowshare.
     pub thinning: Thinning,
     /// How the probe gives up the rest of a flow's share below one
@@ -99,6 +102,7 @@ impl PaMulTcpConfig {
             probe,
             cap: PaMulTcpConfig::DEFAULT_CAP,
             pacing: Pacing::DEFAULT,
+            split_gain: SPLIT_GAIN,
             thinning: Thinning::Undo,
             yield_by: PaMulTcpConfig::DEFAULT_YIELD_BY,
         })
@@ -110,7 +114,7 @@ impl PaMulTcpConfig {
     pub fn default_assignment(pacing: Pacing) -> Assignment {
         match pacing {
             Pacing::Even | Pacing::Flows => Assignment::Clock,
-            Pacing::Off => Assignment::Draw,
+            Pacing::Off | Pacing::Split => Assignment::Draw,
         }
     }
     /// The default probe.
@@ -130,6 +134,12 @@ impl PaMulTcpConfig {
         PaMulTcpConfig { pacing, ..self }
     }
 
+    /// The same config spreading a burst at `gain` times the window's rate
+    /// with `pacing=split`.
+    pub fn with_split_gain(self, split_gain: f64) -> Self {
+        PaMulTcpConfig { split_gain, ..self }
+    }
+
     /// The same config answering the loss event rate `thinning` says below
     /// one flowshare.
     pub fn with_thinning(self, thinning: Thinning) -> Self {
@@ -146,6 +156,7 @@ impl PaMulTcpConfig {
         Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?
             .with_cap(self.cap)
             .with_pacing(self.pacing)
+            .with_split_gain(self.split_gain)
             .with_thinning(self.thinning)
             .with_yield_by(self.yield_by))
     }
@@ -182,7 +193,7 @@ impl PaMulTcpConfig {
 }
 
 impl AlgorithmConfig for PaMulTcpConfig {
-    /// Parses `n`, `assign`, `probe`, `cap`, `pacing`, `thinning` and `yield_by`.
+    /// Parses `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning` and `yield_by`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         // Asked for first, so errors list the keys in the spec's order; its
         // default depends on `pacing`, resolved below.
@@ -190,6 +201,10 @@ impl AlgorithmConfig for PaMulTcpConfig {
         let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
         let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        let split_gain = args.real("split", SPLIT_GAINS)?;
+        if split_gain.is_some() && pacing != Pacing::Split {
+            return Err(SpecError::new("pa-multcp", "split", "is the gain of pacing=split; set pacing=split too"));
+        }
         let assignment = assignment.unwrap_or(PaMulTcpConfig::default_assignment(pacing));
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(PaMulTcpConfig::DEFAULT_YIELD_BY);
@@ -197,6 +212,7 @@ impl AlgorithmConfig for PaMulTcpConfig {
         Ok(PaMulTcpConfig::new(n, assignment, probe)?
             .with_cap(cap)
             .with_pacing(pacing)
+            .with_split_gain(split_gain.unwrap_or(SPLIT_GAIN))
             .with_thinning(thinning)
             .with_yield_by(yield_by))
     }
@@ -229,6 +245,9 @@ impl fmt::Display for PaMulTcpConfig {
         if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
+        if self.split_gain != SPLIT_GAIN {
+            write!(f, ",split={}", self.split_gain)?;
+        }
         if self.thinning != Thinning::Undo {
             write!(f, ",thinning={}", self.thinning.name())?;
         }
@@ -246,6 +265,9 @@ const ASSIGNMENTS: [(&str, Assignment); 4] = [
     ("draw", Assignment::Draw),
     ("clock", Assignment::Clock),
 ];
+/// The accepted `split`: above the window's rate, so that
+/// acknowledgements, not the pacer, set the mean rate.
+const SPLIT_GAINS: Range = Range::closed(1.5, 64.0);
 /// The values of `probe`.
 const PROBES: [(&str, ProbeKind); 2] = [("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)];
 /// The values of `cap`.

@@ -190,7 +190,6 @@ use crate::loss_intervals::LossIntervals;
 use crate::loss_intervals::LossOutcome;
 use crate::pacing::draw;
 use crate::pacing::Gaps;
-use crate::pacing::Pacing;
 use crate::time::Time;
 use crate::window;
 use crate::window::AppLimitedTracker;
@@ -327,7 +326,7 @@ impl PaMulTcp {
         };
         let adjusting =
             WindowLoop::new(loop_pair(config.adjusting_flowshares(None, params.initial_rtt)), &adjusting_params);
-        let gaps = Gaps::new(config.pacing, config.n);
+        let gaps = Gaps::new(config.pacing, config.n).with_split_gain(config.split_gain);
         PaMulTcp {
             probe: ProbeLoop::new(&config, params),
             adjusting,
@@ -528,7 +527,7 @@ impl Controller for PaMulTcp {
         if owner == Loop::Probe && self.config.assignment == Assignment::Clock {
             // A separate flow with the probe's window paces its next packet
             // this far behind.
-            let gain = if self.config.pacing == Pacing::Off { UNPACED_PROBE_CLOCK_GAIN } else { PROBE_CLOCK_GAIN };
+            let gain = if self.config.pacing.ack_clocked() { UNPACED_PROBE_CLOCK_GAIN } else { PROBE_CLOCK_GAIN };
             let rate = gain * self.probe.window() / self.smoothed_rtt.as_secs_f64().max(1e-6);
             self.probe_next = Some(packet.time + Duration::from_secs_f64(packet.bytes as f64 / rate.max(1.0)));
         }

@@ -492,6 +492,8 @@ fn canonical_spec_parses_back_to_the_same_spec() {
         "pa-multcp:n=0.5,assign=interleave",
         "pa-multcp:probe=cubic,n=2.5",
         "pa-multcp:n=8,assign=consecutive,probe=reno",
+        "pa-multcp:n=4,pacing=split",
+        "pa-multcp:n=4,pacing=split,split=2.5",
     ] {
         let spec: Spec = text.parse().unwrap();
         let again: Spec = spec.to_string().parse().unwrap();
@@ -512,7 +514,19 @@ fn spec_keys_and_errors() {
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:m=1")
-        .contains("m is not a known key (accepted: assign, probe, cap, pacing, thinning, yield_by, n)"));
+        .contains("m is not a known key (accepted: assign, probe, cap, pacing, split, thinning, yield_by, n)"));
+    assert!(error("pa-multcp:n=4,split=2").contains("split is the gain of pacing=split; set pacing=split too"));
+    assert!(error("pa-multcp:n=4,pacing=split,split=1").contains("split = 1 is out of range"));
+}
+
+#[test]
+fn split_pacing_draws_like_an_unpaced_connection_and_spaces_at_its_gain() {
+    let split = pa_multcp("pa-multcp:n=4,pacing=split,split=2");
+    assert_eq!(split.config.assignment, Assignment::Draw);
+    assert_eq!(split.pacing_rate(), Some(2 * split.mean_pacing_rate()));
+    let off = pa_multcp("pa-multcp:n=4,pacing=off");
+    assert_eq!(off.pacing_rate(), None);
+    assert_eq!(off.mean_pacing_rate(), split.mean_pacing_rate());
 }
 
 proptest! {
