@@ -118,22 +118,26 @@ pub struct Gaps {
     random_share: f64,
     /// The multiple for the gap after the last packet sent.
     factor: f64,
-    /// With `pacing=split`, the pacer's rate over the window's.
-    split_gain: f64,
+    /// The pacer's mean rate over the controller's: 1, or with
+    /// `pacing=split` the split multiple, which shortens every gap alike.
+    gain: f64,
 }
 
 impl Gaps {
     /// The gaps of a connection worth `n` flowshares.
     pub fn new(pacing: Pacing, n: f64) -> Self {
-        let mut gaps = Gaps { pacing, random_share: 0.0, factor: 1.0, split_gain: SPLIT_GAIN };
+        let gain = if pacing == Pacing::Split { SPLIT_GAIN } else { 1.0 };
+        let mut gaps = Gaps { pacing, random_share: 0.0, factor: 1.0, gain };
         gaps.set_weight(n);
         gaps
     }
 
     /// With `pacing=split`, spaces a burst's packets at `gain` times the
-    /// window's rate instead of [`SPLIT_GAIN`].
+    /// window's rate instead of [`SPLIT_GAIN`]; other pacings keep theirs.
     pub fn with_split_gain(mut self, gain: f64) -> Self {
-        self.split_gain = gain;
+        if self.pacing == Pacing::Split {
+            self.gain = gain;
+        }
         self
     }
 
@@ -156,29 +160,23 @@ impl Gaps {
         }
     }
 
-    /// The pacing rate that spaces the next packet: `rate` over the gap's
-    /// multiple (never zero where `rate` is not); none with `pacing=off`,
-    /// the split gain times `rate` with `pacing=split`.
+    /// The pacing rate that spaces the next packet: `rate` times the gain
+    /// over the gap's multiple (never zero where `rate` is not); none with
+    /// `pacing=off`.
     pub fn rate(&self, rate: u64) -> Option<u64> {
         if self.pacing == Pacing::Off {
             None
-        } else if self.pacing == Pacing::Split {
-            Some((rate as f64 * self.split_gain) as u64)
         } else if self.factor == 1.0 || rate == 0 {
-            Some(rate)
+            self.mean(rate)
         } else {
-            Some(((rate as f64 / self.factor) as u64).max(1))
+            Some(((rate as f64 * self.gain / self.factor) as u64).max(1))
         }
     }
 
     /// The mean pacing rate for snapshots: what [`Gaps::rate`] gives the
-    /// pacer on average.
+    /// pacer on average, `rate` times the gain; none with `pacing=off`.
     pub fn mean(&self, rate: u64) -> Option<u64> {
-        match self.pacing {
-            Pacing::Off => None,
-            Pacing::Split => self.rate(rate),
-            Pacing::Even | Pacing::Flows => Some(rate),
-        }
+        (self.pacing != Pacing::Off).then_some((rate as f64 * self.gain) as u64)
     }
 }
 
