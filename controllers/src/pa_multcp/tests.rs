@@ -527,6 +527,9 @@ fn split_pacing_draws_like_an_unpaced_connection_and_spaces_at_its_gain() {
     let off = pa_multcp("pa-multcp:n=4,pacing=off");
     assert_eq!(off.pacing_rate(), None);
     assert_eq!(off.mean_pacing_rate(), split.mean_pacing_rate());
+    // Half a flowshare spaces a burst as weight one would: twice the gain.
+    let scavenger = pa_multcp("pa-multcp:n=0.5,pacing=split,split=2");
+    assert_eq!(scavenger.pacing_rate(), Some(4 * scavenger.mean_pacing_rate()));
 }
 
 proptest! {
