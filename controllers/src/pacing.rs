@@ -154,9 +154,10 @@ impl Gaps {
     /// bottleneck's service times, not in the connection's own mean gap. In
     /// the testbed against 4 Linux CUBIC flows PA-MulTCP at N = 0.5 took
     /// 1.13 of half its control with the same multiple as weight one (12),
-    /// 1.06 with 18 and 1.02 with 24 (testbed/README.md, "Splitting the
-    /// bursts"). Above one flowshare the pairs stay as close as the
-    /// multiple makes them; there they already left nearly together.
+    /// 1.09 with 18 and 1.00 with 24 (5 seeds each), and with this rule
+    /// 0.99 (16 seeds; testbed/README.md, "Splitting the bursts"). Above one
+    /// flowshare the pairs stay as close as the multiple makes them; there
+    /// they already left nearly together.
     pub fn set_weight(&mut self, n: f64) {
         self.random_share = match self.pacing {
             Pacing::Flows if n > 1.0 => 1.0 - 1.0 / n,
@@ -190,7 +191,8 @@ impl Gaps {
     }
 
     /// The mean pacing rate for snapshots: what [`Gaps::rate`] gives the
-    /// pacer on average, `rate` times the gain; none with `pacing=off`.
+    /// pacer on average, `rate` times the gain (over the weight below one
+    /// flowshare with `pacing=split`); none with `pacing=off`.
     pub fn mean(&self, rate: u64) -> Option<u64> {
         (self.pacing != Pacing::Off).then_some((rate as f64 * self.gain / self.split_weight) as u64)
     }
