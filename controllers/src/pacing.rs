@@ -186,7 +186,7 @@ impl Gaps {
         } else if self.factor == 1.0 || rate == 0 {
             self.mean(rate)
         } else {
-            Some(((rate as f64 * self.gain / (self.split_weight * self.factor)) as u64).max(1))
+            Some(((self.scaled(rate) / self.factor) as u64).max(1))
         }
     }
 
@@ -194,7 +194,13 @@ impl Gaps {
     /// pacer on average, `rate` times the gain (over the weight below one
     /// flowshare with `pacing=split`); none with `pacing=off`.
     pub fn mean(&self, rate: u64) -> Option<u64> {
-        (self.pacing != Pacing::Off).then_some((rate as f64 * self.gain / self.split_weight) as u64)
+        (self.pacing != Pacing::Off).then_some(self.scaled(rate) as u64)
+    }
+
+    /// `rate` times the gain, over the weight below one flowshare with
+    /// `pacing=split`: the pacer's mean rate, before a gap's multiple.
+    fn scaled(&self, rate: u64) -> f64 {
+        rate as f64 * self.gain / self.split_weight
     }
 }
 
