@@ -27,6 +27,7 @@ use flowshare_interop::server::Server;
 use flowshare_interop::server::ServerConfig;
 use flowshare_interop::soak;
 use flowshare_interop::soak::SoakConfig;
+use flowshare_quic::pacing::MAX_PACING_SLACK;
 
 use crate::units;
 
@@ -129,9 +130,24 @@ pub struct ServeArgs {
     /// receives are still batched (sendmmsg, recvmmsg).
     #[arg(long)]
     no_gso: bool,
+    /// Send packets due within this much of a send with it (at most 1ms).
+    /// Below the default the server also sleeps to the microsecond, so
+    /// that gaps a controller means, such as the 50-200 us of
+    /// `pa-multcp:pacing=split`, reach the wire.
+    #[arg(long, default_value = "100us", value_parser = pacing_slack)]
+    pacing_slack: Duration,
     /// Log level on stderr: error, warn, info, debug.
     #[arg(long, default_value = "info")]
     log_level: Level,
+}
+
+/// `--pacing-slack`: a duration up to [`MAX_PACING_SLACK`].
+fn pacing_slack(text: &str) -> Result<Duration, String> {
+    let slack = units::duration(text)?;
+    if slack > MAX_PACING_SLACK {
+        return Err(format!("{text}: the pacing slack is at most {}us", MAX_PACING_SLACK.as_micros()));
+    }
+    Ok(slack)
 }
 
 pub fn serve(args: ServeArgs) -> Result<(), String> {
@@ -167,6 +183,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             qlog_max_bytes: args.qlog_max_bytes,
         },
         early_data: args.early_data,
+        pacing_slack: args.pacing_slack,
     };
     let mut server = Server::bind_with_offload(config, offload(args.no_gso)).map_err(|e| e.to_string())?;
     let policy = server.policy();
@@ -465,5 +482,18 @@ pub fn offload(no_gso: bool) -> Offload {
         Offload::Off
     } else {
         Offload::Auto
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pacing_slack_takes_a_duration_up_to_a_millisecond() {
+        assert_eq!(pacing_slack("10us"), Ok(Duration::from_micros(10)));
+        assert_eq!(pacing_slack("0"), Ok(Duration::ZERO));
+        assert_eq!(pacing_slack("2ms"), Err("2ms: the pacing slack is at most 1000us".to_string()));
+        assert!(pacing_slack("fast").is_err());
     }
 }

@@ -43,6 +43,7 @@ fn server_config(site: &ScratchDir, limits: Limits) -> ServerConfig {
         max_streams: 100,
         limits,
         early_data: false,
+        pacing_slack: flowshare_quic::pacing::PACING_SLACK,
     }
 }
 

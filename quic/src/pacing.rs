@@ -18,12 +18,18 @@
 //!   7.5 MB/s on a loaded host). [`PacedSender`] builds packets up to
 //!   quiche's release horizon (`max_release_into_future`), as SO_TXTIME
 //!   users do, and sends each when it is due.
-//! * **Batches.** Every packet due at a flush (released within
-//!   [`PACING_SLACK`] of now, the same allowance a single send had) goes
-//!   into the socket's outbox ([`crate::udp`]), where consecutive packets
-//!   to one peer share a segmented (GSO) message and the messages of many
+//! * **Batches.** Every packet due at a flush (released within the
+//!   sender's slack of now, [`PACING_SLACK`] unless set) goes into the
+//!   socket's outbox ([`crate::udp`]), where consecutive packets to one
+//!   peer share a segmented (GSO) message and the messages of many
 //!   connections share one `sendmmsg`. A packet due later stays here: no
 //!   batch carries a packet before its release time less the slack.
+//! * **Gaps below the slack.** Two packets released less than the slack
+//!   apart leave back to back. A controller that means such a gap (PA-MulTCP's
+//!   `pacing=split` puts the packets one acknowledgement releases 50-200 µs
+//!   apart) needs a smaller slack ([`PacedSender::with_slack`]) and a thread
+//!   whose short sleeps end on time ([`tighten_timer_slack`]): Linux lets a
+//!   sleep end up to 50 µs late by default.
 
 use std::collections::VecDeque;
 use std::io;
@@ -37,8 +43,12 @@ use crate::udp;
 pub const MAX_DATAGRAM_SIZE: usize = 1350;
 
 /// Packets due within this much are sent now: sleeping for less is not
-/// reliable on a loaded host.
+/// reliable on a loaded host. The default slack of a [`PacedSender`].
 pub const PACING_SLACK: Duration = Duration::from_micros(100);
+
+/// The largest slack a [`PacedSender`] accepts: more would send packets a
+/// noticeable part of a round trip early.
+pub const MAX_PACING_SLACK: Duration = Duration::from_millis(1);
 
 /// Below this wait [`wait`] sleeps instead of polling: poll timeouts have
 /// millisecond resolution.
@@ -108,13 +118,32 @@ impl PacketSource for quiche::Connection {
 }
 
 /// The packets of one connection on their way to the socket.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PacedSender {
     /// Packets built ahead of their release time, in release order.
     built: VecDeque<Built>,
+    /// Packets due within this much of a flush leave with it.
+    slack: Duration,
+}
+
+impl Default for PacedSender {
+    fn default() -> Self {
+        PacedSender::with_slack(PACING_SLACK)
+    }
 }
 
 impl PacedSender {
+    /// A sender that sends packets due within `slack` of a flush with it,
+    /// at most [`MAX_PACING_SLACK`].
+    pub fn with_slack(slack: Duration) -> PacedSender {
+        PacedSender { built: VecDeque::new(), slack: slack.min(MAX_PACING_SLACK) }
+    }
+
+    /// Packets due within this much of a flush leave with it.
+    pub fn slack(&self) -> Duration {
+        self.slack
+    }
+
     /// Builds packets up to quiche's release horizon and queues those that
     /// are due in `socket`'s outbox, where consecutive ones to the same
     /// peer share a segmented message. The caller sends the outbox
@@ -127,7 +156,7 @@ impl PacedSender {
     }
 
     /// [`PacedSender::flush`] at `now`: a packet is queued only if its
-    /// release time is at most [`PACING_SLACK`] after `now`, and packets
+    /// release time is at most the slack after `now`, and packets
     /// are queued in release order, so a batch never carries a packet
     /// earlier than its pacing allows.
     pub fn flush_at(&mut self, source: &mut impl PacketSource, outbox: &mut udp::Outbox, now: Instant) -> Flush {
@@ -153,7 +182,7 @@ impl PacedSender {
             }
         }
         while let Some(packet) = self.built.front() {
-            if packet.release > now + PACING_SLACK {
+            if packet.release > now + self.slack {
                 return Flush::Due(packet.release);
             }
             if let Some(packet) = self.built.pop_front() {
@@ -180,6 +209,28 @@ pub fn wait(
         return poll_interruptible(poll, events, Some(Duration::ZERO));
     }
     poll_interruptible(poll, events, Some(wait))
+}
+
+/// Lets this thread's sleeps end within a microsecond of their time rather
+/// than within the kernel's default timer slack of 50 µs: what a sender
+/// whose slack is below [`PACING_SLACK`] needs for its gaps to hold. Costs
+/// more timer interrupts, so only such senders ask for it.
+#[cfg(target_os = "linux")]
+pub fn tighten_timer_slack() -> io::Result<()> {
+    const ONE_MICROSECOND_NS: libc::c_ulong = 1_000;
+    // SAFETY: PR_SET_TIMERSLACK takes its value as an integer argument and
+    // touches no memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ONE_MICROSECOND_NS, 0, 0, 0) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Elsewhere the timer slack stays as it is.
+#[cfg(not(target_os = "linux"))]
+pub fn tighten_timer_slack() -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "no timer slack to set outside Linux"))
 }
 
 /// `poll`, treating a signal's interruption as an early wake-up.
@@ -285,6 +336,35 @@ mod tests {
         assert_eq!(sent, (0..release.len()).collect::<Vec<_>>());
         // The burst went out as one segmented message.
         assert!(largest_message >= 10, "largest message {largest_message}");
+    }
+
+    #[test]
+    fn a_gap_below_the_slack_leaves_back_to_back_and_a_smaller_slack_keeps_it() {
+        // A pair 75 us apart, as pacing=split spaces one at 15 Mbit/s.
+        let start = Instant::now();
+        let peer: SocketAddr = ([127, 0, 0, 1], 4433).into();
+        let pair = vec![Duration::ZERO, Duration::from_micros(75)];
+        let mut outbox = udp::Outbox::new(udp::MAX_SEGMENTS);
+
+        let mut source = Scripted { start, release: pair.clone(), next: 0, peer };
+        assert_eq!(PacedSender::default().flush_at(&mut source, &mut outbox, start), Flush::Idle);
+        assert_eq!(outbox.len(), 2, "the default slack sends both at once");
+        outbox.clear();
+
+        let mut source = Scripted { start, release: pair, next: 0, peer };
+        let mut sender = PacedSender::with_slack(Duration::from_micros(10));
+        let second = start + Duration::from_micros(75);
+        assert_eq!(sender.flush_at(&mut source, &mut outbox, start), Flush::Due(second));
+        assert_eq!(outbox.datagrams().map(number).collect::<Vec<_>>(), [0]);
+        outbox.clear();
+        assert_eq!(sender.flush_at(&mut source, &mut outbox, second - Duration::from_micros(5)), Flush::Idle);
+        assert_eq!(outbox.datagrams().map(number).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn the_slack_is_capped() {
+        assert_eq!(PacedSender::with_slack(Duration::from_secs(1)).slack(), MAX_PACING_SLACK);
+        assert_eq!(PacedSender::default().slack(), PACING_SLACK);
     }
 
     #[test]

@@ -40,6 +40,11 @@ pub struct ServerConfig {
     /// in early data can be replayed by an attacker: GETs are safe to
     /// repeat, uploads are not and get 425 Too Early in 0-RTT (RFC 8470).
     pub early_data: bool,
+    /// Packets due within this much of a send leave with it
+    /// ([`flowshare_quic::pacing::PacedSender::with_slack`]); below the
+    /// default [`flowshare_quic::pacing::PACING_SLACK`] the server's thread
+    /// also sleeps to the microsecond.
+    pub pacing_slack: Duration,
 }
 
 /// When the server asks a client to prove its address with a Retry

@@ -98,6 +98,9 @@ pub(super) struct ServerConn {
     pub(super) timeout_at: Option<Instant>,
     /// Packets arrived or timers fired since the connection was served.
     pub(super) dirty: bool,
+    /// The controller's state may have changed this turn: its qlog record
+    /// is written once the turn's packets are sent.
+    pub(super) trace_due: bool,
     pub(super) trace: ControllerTrace,
     qlog: bool,
     /// Reused buffers.
@@ -107,7 +110,13 @@ pub(super) struct ServerConn {
 }
 
 impl ServerConn {
-    pub(super) fn new(quic: quiche::Connection, id: String, peer: SocketAddr, qlog: bool) -> ServerConn {
+    pub(super) fn new(
+        quic: quiche::Connection,
+        id: String,
+        peer: SocketAddr,
+        qlog: bool,
+        sender: PacedSender,
+    ) -> ServerConn {
         ServerConn {
             quic,
             id,
@@ -121,10 +130,11 @@ impl ServerConn {
             responses: Schedule::default(),
             uploads: HashMap::new(),
             requests: 0,
-            sender: PacedSender::default(),
+            sender,
             pacing_due: None,
             timeout_at: None,
             dirty: true,
+            trace_due: false,
             trace: ControllerTrace::new(qlog),
             qlog,
             scratch: Vec::new(),

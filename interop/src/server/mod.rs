@@ -69,6 +69,8 @@ pub use config::Limits;
 pub use config::RetryMode;
 pub use config::ServerConfig;
 use connection::ServerConn;
+use flowshare_quic::pacing::PacedSender;
+use flowshare_quic::pacing::PACING_SLACK;
 use handshake::Handshake;
 use handshake::PolicyCell;
 
@@ -279,6 +281,11 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         let mut received = RecvBatch::new();
         let mut shutdown_deadline = None;
+        if self.config.pacing_slack < PACING_SLACK {
+            if let Err(e) = flowshare_quic::pacing::tighten_timer_slack() {
+                event!(Level::Warn, "timer_slack_kept", error = e);
+            }
+        }
         loop {
             if self.reload.swap(false, Ordering::Relaxed) {
                 self.reload_policy();
@@ -314,7 +321,7 @@ impl Server {
                     conn.quic.on_timeout();
                     conn.dirty = true;
                 }
-                let due = conn.pacing_due.is_some_and(|at| at <= now + flowshare_quic::pacing::PACING_SLACK);
+                let due = conn.pacing_due.is_some_and(|at| at <= now + conn.sender.slack());
                 if !(conn.dirty || due) {
                     continue;
                 }
@@ -327,9 +334,7 @@ impl Server {
                 }
                 conn.pacing_due = conn.sender.flush(&mut conn.quic, &mut self.socket).due();
                 conn.timeout_at = conn.quic.timeout_instant();
-                if conn.dirty {
-                    conn.trace.observe(&mut conn.quic);
-                }
+                conn.trace_due |= conn.dirty;
                 conn.dirty = false;
             }
             // This turn's packets of every connection, in as few system
@@ -338,6 +343,14 @@ impl Server {
             self.socket.send_queued()?;
             if self.socket.capabilities() != before {
                 log_offload(Level::Info, self.socket.capabilities());
+            }
+            // The controllers' qlog records only now, so that writing them
+            // never holds this turn's packets back: a pacer times the next
+            // packet from when this one was built, and whatever delays this
+            // one's send brings the two closer together.
+            for conn in self.conns.values_mut().filter(|conn| conn.trace_due) {
+                conn.trace.observe(&mut conn.quic);
+                conn.trace_due = false;
             }
             self.collect_closed();
             if until.is_some_and(|until| Instant::now() >= until) {
@@ -552,7 +565,10 @@ impl Server {
         event!(Level::Info, "connection_accepted", conn = id, peer = from, retried = odcid.is_some());
         self.half_open += 1;
         *self.per_address.entry(from.ip()).or_default() += 1;
-        self.conns.insert(scid.to_vec(), ServerConn::new(quic, id, from, qlog_enabled));
+        self.conns.insert(
+            scid.to_vec(),
+            ServerConn::new(quic, id, from, qlog_enabled, PacedSender::with_slack(self.config.pacing_slack)),
+        );
     }
 
     fn collect_closed(&mut self) {
