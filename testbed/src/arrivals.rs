@@ -156,6 +156,10 @@ pub struct FlowArrivals {
     pub bytes: u64,
     /// Packets and dropped packets by position in their burst: 1, 2, 3, 4+.
     pub by_position: [(u64, u64); POSITIONS],
+    /// Seconds from each packet behind others in its burst to the one
+    /// before it: how far apart a sender's bursts reach the queue (back to
+    /// back, a few µs; PA-MulTCP's `pacing=split` spaces them on purpose).
+    pub gaps_in_bursts: Vec<f64>,
     /// How long the sender took to answer an acknowledgement: from an
     /// acknowledgement leaving ns-3 towards the server to the flow's next
     /// data packet reaching ns-3, seconds, where that came within
@@ -201,9 +205,9 @@ pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowK
             continue;
         }
         let answered = unanswered.remove(&packet.flow);
-        let position = match last.get(&packet.flow) {
-            Some(&(time, position)) if packet.time - time < BURST_GAP => position + 1,
-            _ => 1,
+        let (position, gap) = match last.get(&packet.flow) {
+            Some(&(time, position)) if packet.time - time < BURST_GAP => (position + 1, Some(packet.time - time)),
+            _ => (1, None),
         };
         last.insert(packet.flow, (packet.time, position));
         if packet.time - first < warmup {
@@ -214,6 +218,7 @@ pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowK
             flow.responses.push(delay);
         }
         let dropped = !through.contains(&(packet.flow, packet.id));
+        flow.gaps_in_bursts.extend(gap);
         flow.packets += 1;
         flow.bytes += packet.bytes as u64;
         flow.dropped += u64::from(dropped);
@@ -274,9 +279,19 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "2nd",
         "3rd",
         "4th+",
+        "gap in burst µs, median / 90 %",
         "answer µs, median / 90 % (answered %)",
     ]);
     for (key, flow) in &flows {
+        let median_and_high = |values: &[f64]| {
+            let mut sorted = values.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            quantile(&sorted, 0.5).zip(quantile(&sorted, 0.9))
+        };
+        let gaps = match median_and_high(&flow.gaps_in_bursts) {
+            Some((median, high)) => format!("{:.0} / {:.0}", median * 1e6, high * 1e6),
+            None => "-".to_string(),
+        };
         let mut responses = flow.responses.clone();
         responses.sort_by(f64::total_cmp);
         let answer = match (quantile(&responses, 0.5), quantile(&responses, 0.9)) {
@@ -303,6 +318,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
             },
         ];
         row.extend(flow.by_position.iter().map(|&slot| percent(slot)));
+        row.push(gaps);
         row.push(answer);
         table.row(row);
     }
@@ -398,10 +414,13 @@ mod tests {
         assert_eq!((tcp.packets, tcp.bursts(), tcp.dropped), (200, 100, 100));
         assert_eq!(tcp.by_position[0], (100, 0));
         assert_eq!(tcp.by_position[1], (100, 100));
+        assert_eq!(tcp.gaps_in_bursts.len(), 100);
+        assert!(tcp.gaps_in_bursts.iter().all(|gap| (gap - 10e-6).abs() < 1e-6), "{:?}", tcp.gaps_in_bursts);
         let (udp_key, udp) = &flows[1];
         assert_eq!(udp_key.label(), "udp 198.19.0.100:22000");
         assert_eq!((udp.packets, udp.bursts(), udp.dropped), (100, 100, 20));
         assert_eq!(udp.by_position[0], (100, 20));
+        assert!(udp.gaps_in_bursts.is_empty());
         // The warm-up leaves out what came before it.
         let late = analyse(&sent, &delivered, 0.1);
         assert_eq!(late[0].1.packets, 100, "{late:?}");

@@ -154,6 +154,9 @@ pub struct Endpoints<'a> {
     /// The QUIC clients acknowledge every this many datagrams (the
     /// scenario's `ack_every`); Linux TCP receivers as the kernel does.
     ack_every: u32,
+    /// The QUIC servers' pacing slack, µs (the scenario's
+    /// `quic_pacing_slack_us`); none: `flowshare serve`'s default.
+    pacing_slack_us: Option<u32>,
 }
 
 /// The file subflow `subflow` of `flow` downloads: one per subflow, since
@@ -168,8 +171,14 @@ fn file_name(flow: &FlowPlan, subflow: usize) -> String {
 impl<'a> Endpoints<'a> {
     /// Endpoints in `topology`; `flowshare` is the binary that provides
     /// `serve`, `get` and `cert` (needed only with QUIC flows).
-    pub fn new(topology: &'a Topology, layout: Layout, flowshare: Option<PathBuf>, ack_every: u32) -> Endpoints<'a> {
-        Endpoints { topology, layout, flowshare, ack_every }
+    pub fn new(
+        topology: &'a Topology,
+        layout: Layout,
+        flowshare: Option<PathBuf>,
+        ack_every: u32,
+        pacing_slack_us: Option<u32>,
+    ) -> Endpoints<'a> {
+        Endpoints { topology, layout, flowshare, ack_every, pacing_slack_us }
     }
 
     fn flowshare(&self) -> Result<&Path, String> {
@@ -221,6 +230,9 @@ impl<'a> Endpoints<'a> {
                     .arg("--cc")
                     .arg(spec.to_string())
                     .arg("--stats");
+                if let Some(slack) = self.pacing_slack_us {
+                    command.arg("--pacing-slack").arg(format!("{slack}us"));
+                }
                 if let Some(qlog) = self.layout.qlog_dir(flow.id, "server")? {
                     command.arg("--qlog-dir").arg(qlog);
                 }

@@ -226,7 +226,8 @@ pub fn run(plan: &Plan, dir: &Path, options: &RunOptions, interrupted: &AtomicBo
         }
     }
 
-    let endpoints = Endpoints::new(&topology, layout.clone(), flowshare, plan.setup.ack_every);
+    let endpoints =
+        Endpoints::new(&topology, layout.clone(), flowshare, plan.setup.ack_every, plan.quic_pacing_slack_us);
     endpoints.prepare(&plan.flows)?;
     let mut flows: Vec<FlowProcesses> = plan.flows.iter().map(|_| FlowProcesses::default()).collect();
     for (flow, state) in plan.flows.iter().zip(&mut flows) {

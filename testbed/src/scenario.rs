@@ -95,7 +95,16 @@ pub struct TestbedScenario {
     /// does that lag alone cost them share against Linux TCP?
     /// (testbed/README.md, "Weight one between stacks").
     pub tcp_send_delay_us: u32,
+    /// The QUIC servers' pacing slack, µs (`quic_pacing_slack_us`; none:
+    /// `flowshare serve`'s default of 100 µs): packets due within it of a
+    /// send leave with it, so gaps below it do not reach the bottleneck.
+    /// The experiment behind it: does `pacing=split` hold its weight once
+    /// its pairs leave as far apart as it spaces them?
+    pub quic_pacing_slack_us: Option<u32>,
 }
+
+/// Largest `quic_pacing_slack_us` accepted: `flowshare serve`'s limit.
+const MAX_QUIC_PACING_SLACK_US: i64 = 1_000;
 
 /// Longest `tcp_send_delay_us` accepted, 10 ms: far beyond any sender's
 /// answer delay (the traced ones are 0.1-0.3 ms).
@@ -120,7 +129,14 @@ impl TestbedScenario {
     /// TCP unpaced.
     pub fn with_transports(scenario: Scenario, transports: Vec<Transport>) -> TestbedScenario {
         let blackholes = vec![Vec::new(); scenario.links.len()];
-        TestbedScenario { scenario, transports, blackholes, tcp_pacing: false, tcp_send_delay_us: 0 }
+        TestbedScenario {
+            scenario,
+            transports,
+            blackholes,
+            tcp_pacing: false,
+            tcp_send_delay_us: 0,
+            quic_pacing_slack_us: None,
+        }
     }
 
     /// Parses a scenario file; errors name the field.
@@ -144,6 +160,15 @@ impl TestbedScenario {
                 return Err(format!(
                 "tcp_send_delay_us = {other} is not a whole number of microseconds from 0 to {MAX_TCP_SEND_DELAY_US}"
             ))
+            }
+        };
+        let quic_pacing_slack_us = match table.remove("quic_pacing_slack_us") {
+            None => None,
+            Some(toml::Value::Integer(slack)) if (0..=MAX_QUIC_PACING_SLACK_US).contains(&slack) => Some(slack as u32),
+            Some(other) => {
+                return Err(format!(
+                    "quic_pacing_slack_us = {other} is not a whole number of microseconds from 0 to {MAX_QUIC_PACING_SLACK_US}"
+                ))
             }
         };
         let mut transports = Vec::new();
@@ -178,7 +203,7 @@ impl TestbedScenario {
         }
         let scenario: Scenario =
             toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
-        Ok(TestbedScenario { scenario, transports, blackholes, tcp_pacing, tcp_send_delay_us })
+        Ok(TestbedScenario { scenario, transports, blackholes, tcp_pacing, tcp_send_delay_us, quic_pacing_slack_us })
     }
 
     /// The scenario as a file, testbed keys included.
@@ -191,6 +216,9 @@ impl TestbedScenario {
         }
         if self.tcp_send_delay_us > 0 {
             table.insert("tcp_send_delay_us".into(), i64::from(self.tcp_send_delay_us).into());
+        }
+        if let Some(slack) = self.quic_pacing_slack_us {
+            table.insert("quic_pacing_slack_us".into(), i64::from(slack).into());
         }
         if let Some(toml::Value::Array(flows)) = table.get_mut("flow") {
             for (flow, transport) in flows.iter_mut().zip(&self.transports) {
@@ -376,6 +404,7 @@ impl TestbedScenario {
             seed,
             tcp_pacing: self.tcp_pacing,
             tcp_send_delay_us: self.tcp_send_delay_us,
+            quic_pacing_slack_us: self.quic_pacing_slack_us,
         })
     }
 }
@@ -499,6 +528,8 @@ pub struct Plan {
     pub tcp_pacing: bool,
     /// Delay of Linux TCP's packets before the bottleneck queue, µs.
     pub tcp_send_delay_us: u32,
+    /// The QUIC servers' pacing slack, µs; none: their default.
+    pub quic_pacing_slack_us: Option<u32>,
 }
 
 impl Plan {
@@ -602,6 +633,18 @@ path = ["bottleneck"]
         let error = red.unwrap().plan(1, &mut String::new()).unwrap_err();
         assert_eq!(error, "tcp_send_delay_us needs drop-tail bottlenecks; link[0] is red");
         assert_eq!(delayed.plan(1, &mut String::new()).unwrap().emulator_setup(0.0, false).tcp_send_delay_us, 90);
+    }
+
+    #[test]
+    fn the_quic_pacing_slack_is_read_planned_written_back_and_bounded() {
+        assert_eq!(plan(CROSS).unwrap().quic_pacing_slack_us, None);
+        let tight = TestbedScenario::from_toml(&format!("quic_pacing_slack_us = 10\n{CROSS}")).unwrap();
+        assert_eq!(tight.plan(1, &mut String::new()).unwrap().quic_pacing_slack_us, Some(10));
+        assert_eq!(TestbedScenario::from_toml(&tight.to_toml()).unwrap(), tight);
+        for bad in ["-1", "1001", "0.5", "\"10us\""] {
+            let error = TestbedScenario::from_toml(&format!("quic_pacing_slack_us = {bad}\n{CROSS}")).unwrap_err();
+            assert!(error.starts_with(&format!("quic_pacing_slack_us = {bad} is not")), "{error}");
+        }
     }
 
     #[test]
