@@ -237,6 +237,13 @@ fn quantile(sorted: &[f64], quantile: f64) -> Option<f64> {
     Some(sorted[((last as f64) * quantile).round() as usize])
 }
 
+/// The median and 90th percentile of `values`; `None` when empty.
+fn median_and_high(values: &[f64]) -> Option<(f64, f64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    quantile(&sorted, 0.5).zip(quantile(&sorted, 0.9))
+}
+
 /// `flowshare testbed arrivals DIR`: the table of a run directory's traces.
 pub fn report(dir: &Path) -> Result<String, String> {
     let read = |name: &str| {
@@ -283,25 +290,18 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "answer µs, median / 90 % (answered %)",
     ]);
     for (key, flow) in &flows {
-        let median_and_high = |values: &[f64]| {
-            let mut sorted = values.to_vec();
-            sorted.sort_by(f64::total_cmp);
-            quantile(&sorted, 0.5).zip(quantile(&sorted, 0.9))
-        };
         let gaps = match median_and_high(&flow.gaps_in_bursts) {
             Some((median, high)) => format!("{:.0} / {:.0}", median * 1e6, high * 1e6),
             None => "-".to_string(),
         };
-        let mut responses = flow.responses.clone();
-        responses.sort_by(f64::total_cmp);
-        let answer = match (quantile(&responses, 0.5), quantile(&responses, 0.9)) {
-            (Some(median), Some(high)) => format!(
+        let answer = match median_and_high(&flow.responses) {
+            Some((median, high)) => format!(
                 "{:.0} / {:.0} ({:.0})",
                 median * 1e6,
                 high * 1e6,
-                100.0 * responses.len() as f64 / flow.acknowledgements.max(1) as f64
+                100.0 * flow.responses.len() as f64 / flow.acknowledgements.max(1) as f64
             ),
-            _ => "-".to_string(),
+            None => "-".to_string(),
         };
         let mut row = vec![
             key.label(),

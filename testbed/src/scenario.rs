@@ -103,7 +103,9 @@ pub struct TestbedScenario {
     pub quic_pacing_slack_us: Option<u32>,
 }
 
-/// Largest `quic_pacing_slack_us` accepted: `flowshare serve`'s limit.
+/// Largest `quic_pacing_slack_us` accepted: `flowshare serve`'s limit
+/// (`flowshare_quic::pacing::MAX_PACING_SLACK`, written again here because
+/// the testbed does not link quiche; `flowshare serve` refuses more anyway).
 const MAX_QUIC_PACING_SLACK_US: i64 = 1_000;
 
 /// Longest `tcp_send_delay_us` accepted, 10 ms: far beyond any sender's

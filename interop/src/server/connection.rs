@@ -98,8 +98,8 @@ pub(super) struct ServerConn {
     pub(super) timeout_at: Option<Instant>,
     /// Packets arrived or timers fired since the connection was served.
     pub(super) dirty: bool,
-    /// The controller's state may have changed this turn: its qlog record
-    /// is written once the turn's packets are sent.
+    /// The controller's state may have changed this turn and the connection
+    /// writes a qlog: its record is written once the turn's packets are sent.
     pub(super) trace_due: bool,
     pub(super) trace: ControllerTrace,
     qlog: bool,
@@ -141,6 +141,11 @@ impl ServerConn {
             stream_ids: Vec::new(),
             ended: Vec::new(),
         }
+    }
+
+    /// Whether the connection writes a qlog, and so its controller's trace.
+    pub(super) fn traced(&self) -> bool {
+        self.qlog
     }
 
     /// When the connection needs the loop next: now if it has work

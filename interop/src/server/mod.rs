@@ -313,6 +313,7 @@ impl Server {
             self.receive(&mut received)?;
 
             let now = Instant::now();
+            let mut traces_due = false;
             for conn in self.conns.values_mut() {
                 if conn.handshake_expired(now, self.config.limits.handshake_timeout) {
                     continue;
@@ -334,7 +335,8 @@ impl Server {
                 }
                 conn.pacing_due = conn.sender.flush(&mut conn.quic, &mut self.socket).due();
                 conn.timeout_at = conn.quic.timeout_instant();
-                conn.trace_due |= conn.dirty;
+                conn.trace_due |= conn.dirty && conn.traced();
+                traces_due |= conn.trace_due;
                 conn.dirty = false;
             }
             // This turn's packets of every connection, in as few system
@@ -348,9 +350,13 @@ impl Server {
             // never holds this turn's packets back: a pacer times the next
             // packet from when this one was built, and whatever delays this
             // one's send brings the two closer together.
-            for conn in self.conns.values_mut().filter(|conn| conn.trace_due) {
-                conn.trace.observe(&mut conn.quic);
-                conn.trace_due = false;
+            // A second pass over the connections only when one has a record
+            // to write: without qlog a server never takes it.
+            if traces_due {
+                for conn in self.conns.values_mut().filter(|conn| conn.trace_due) {
+                    conn.trace.observe(&mut conn.quic);
+                    conn.trace_due = false;
+                }
             }
             self.collect_closed();
             if until.is_some_and(|until| Instant::now() >= until) {
