@@ -142,6 +142,11 @@ impl ControllerTrace {
         self.enabled = true;
     }
 
+    /// Whether it writes: the connection has a qlog.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// Compares the controller's state with the last one written, and
     /// writes it if it changed. Call after each batch of packets.
     pub fn observe(&mut self, conn: &mut quiche::Connection) {

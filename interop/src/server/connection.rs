@@ -101,8 +101,9 @@ pub(super) struct ServerConn {
     /// The controller's state may have changed this turn and the connection
     /// writes a qlog: its record is written once the turn's packets are sent.
     pub(super) trace_due: bool,
+    /// The controller's qlog records; enabled exactly when the connection
+    /// writes a qlog ([`ServerConn::traced`]).
     pub(super) trace: ControllerTrace,
-    qlog: bool,
     /// Reused buffers.
     pub(super) scratch: Vec<u8>,
     pub(super) stream_ids: Vec<u64>,
@@ -136,7 +137,6 @@ impl ServerConn {
             dirty: true,
             trace_due: false,
             trace: ControllerTrace::new(qlog),
-            qlog,
             scratch: Vec::new(),
             stream_ids: Vec::new(),
             ended: Vec::new(),
@@ -145,7 +145,7 @@ impl ServerConn {
 
     /// Whether the connection writes a qlog, and so its controller's trace.
     pub(super) fn traced(&self) -> bool {
-        self.qlog
+        self.trace.enabled()
     }
 
     /// When the connection needs the loop next: now if it has work
@@ -209,8 +209,7 @@ impl ServerConn {
         // the server accepted a resumed client's early data.
         let ready = self.quic.is_established() || self.quic.is_in_early_data();
         if matches!(self.app, App::Handshaking) && ready {
-            if !self.qlog && reporting.start_qlog(&mut self.quic, &self.id) {
-                self.qlog = true;
+            if !self.traced() && reporting.start_qlog(&mut self.quic, &self.id) {
                 self.trace.enable();
             }
             self.start_application(h3_config);
@@ -344,7 +343,7 @@ impl ServerConn {
                 );
                 let data = json!({ "from": admission.applied_weight, "to": target, "active_responses": active });
                 admission.applied_weight = target;
-                if self.qlog {
+                if self.traced() {
                     qlog::event(&mut self.quic, "flowshare:weight_updated", data);
                 }
             }
