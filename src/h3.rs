@@ -142,7 +142,7 @@ pub struct ServeArgs {
 }
 
 /// `--pacing-slack`: a duration up to [`MAX_PACING_SLACK`].
-fn pacing_slack(text: &str) -> Result<Duration, String> {
+pub(crate) fn pacing_slack(text: &str) -> Result<Duration, String> {
     let slack = units::duration(text)?;
     if slack > MAX_PACING_SLACK {
         return Err(format!("{text}: the pacing slack is at most {}us", MAX_PACING_SLACK.as_micros()));

@@ -52,6 +52,19 @@ struct TestbedArgs {
     /// jobs - 1.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
     jobs: u64,
+    /// Every QUIC server's `flowshare serve --pacing-slack` (to the
+    /// microsecond; at most 1ms; default: serve's). Below serve's 100us
+    /// default the pairs of `pa-multcp:pacing=split` at N >= 2 leave apart
+    /// instead of back to back (testbed/README.md, "Pairs closer than the
+    /// slack"). Recorded in scorecard.json; shards must agree.
+    #[arg(long, value_parser = pacing_slack_us)]
+    pacing_slack: Option<u32>,
+}
+
+/// `--pacing-slack` in whole microseconds, as the testbed's scenarios take it.
+fn pacing_slack_us(text: &str) -> Result<u32, String> {
+    let slack = crate::h3::pacing_slack(text)?;
+    u32::try_from((slack.as_secs_f64() * 1e6).round() as u64).map_err(|_| format!("{text}: too large"))
 }
 
 /// Runs `flowshare scorecard ...`.
@@ -61,6 +74,10 @@ pub fn run(args: ScorecardArgs) -> Result<(), String> {
         ScorecardCommand::Testbed(args) => {
             let options = args.grid.options.options()?;
             let campaign = args.grid.apply(flowshare_testbed::scorecard::campaign(&options, args.grid.shard()?)?)?;
+            let campaign = flowshare_lab::scorecard::campaign::Campaign {
+                quic_pacing_slack_us: args.pacing_slack,
+                ..campaign
+            };
             let execution = flowshare_testbed::scorecard::Execution { resume: args.resume, jobs: args.jobs as usize };
             let card = flowshare_testbed::scorecard::run_checked(&campaign, &args.machine, &args.out, execution)?;
             scorecard::finish(&card, &args.out)?
@@ -69,4 +86,18 @@ pub fn run(args: ScorecardArgs) -> Result<(), String> {
     };
     print!("{printed}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scorecards_pacing_slack_is_serves_in_whole_microseconds() {
+        assert_eq!(pacing_slack_us("10us"), Ok(10));
+        assert_eq!(pacing_slack_us("0.5ms"), Ok(500));
+        assert_eq!(pacing_slack_us("0"), Ok(0));
+        assert_eq!(pacing_slack_us("2ms"), Err("2ms: the pacing slack is at most 1000us".to_string()));
+        assert!(pacing_slack_us("soon").is_err());
+    }
 }

@@ -159,6 +159,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         access_jitter_shape: None,
         peer_pacing: None,
         separate: false,
+        quic_pacing_slack_us: None,
     })
 }
 
@@ -178,6 +179,7 @@ fn case(campaign: &Campaign, job: &Job) -> Result<Case, String> {
     };
     let scenario = crate::scenario::TestbedScenario {
         tcp_pacing: paced,
+        quic_pacing_slack_us: campaign.quic_pacing_slack_us,
         ..crate::scenario::TestbedScenario::with_transports(scenario, transports)
     };
     Ok(Case { name: builtin::file_safe(&name), scenario })
@@ -412,14 +414,18 @@ mod tests {
                     .then(|| vec!["tcp-cubic-paced".to_string(), "cubic".to_string(), "tcp-reno".to_string()]),
                 ..Options::default()
             };
-            let campaign = campaign(&options, None).expect("campaign");
+            // A campaign's pacing slack (`--pacing-slack`) reaches every
+            // run's QUIC servers.
+            let slack = quick.then_some(10);
+            let campaign = Campaign { quic_pacing_slack_us: slack, ..campaign(&options, None).expect("campaign") };
             for (position, group) in campaign.own_groups() {
                 for cell in group.cells(true) {
                     let job = Job { group: position, cell, seed: 1 };
                     let case = case(&campaign, &job).expect("case");
                     let mut notes = String::new();
-                    if let Err(error) = case.scenario.plan(1, &mut notes) {
-                        panic!("{}: {error}", case.name);
+                    match case.scenario.plan(1, &mut notes) {
+                        Ok(plan) => assert_eq!(plan.quic_pacing_slack_us, slack, "{}", case.name),
+                        Err(error) => panic!("{}: {error}", case.name),
                     }
                     assert!(!notes.contains("jitter"), "{}: {notes}", case.name);
                 }

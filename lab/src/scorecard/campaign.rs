@@ -64,6 +64,9 @@ pub struct Campaign {
     /// Whether every whole N >= 2 also runs as N separate connections at
     /// weight one, the weighted cell judged against them too.
     pub separate: bool,
+    /// The testbed's QUIC servers' pacing slack, µs, when `--pacing-slack`
+    /// set it (none: `flowshare serve`'s default).
+    pub quic_pacing_slack_us: Option<u32>,
 }
 
 /// One run to do: the group (its position in [`Campaign::groups`]), the
@@ -178,6 +181,7 @@ impl Campaign {
             access_jitter_shape: self.access_jitter_shape,
             peer_pacing: self.peer_pacing,
             separate: self.separate,
+            quic_pacing_slack_us: self.quic_pacing_slack_us,
             grid_groups: self.groups.len(),
             shard: self.shard,
             groups,
@@ -209,6 +213,7 @@ mod tests {
             access_jitter_shape: None,
             peer_pacing: None,
             separate: false,
+            quic_pacing_slack_us: None,
         }
     }
 

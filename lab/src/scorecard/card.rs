@@ -316,6 +316,10 @@ pub struct Scorecard {
     /// (`--separate`; absent: not).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub separate: bool,
+    /// The testbed's QUIC servers' pacing slack, µs, when `--pacing-slack`
+    /// set it (absent: `flowshare serve`'s default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_pacing_slack_us: Option<u32>,
     /// Groups in the whole grid.
     pub grid_groups: usize,
     /// The shard this file holds; absent for a whole grid.
@@ -359,6 +363,7 @@ impl Scorecard {
                 && card.access_jitter_shape == first.access_jitter_shape
                 && card.peer_pacing == first.peer_pacing
                 && card.separate == first.separate
+                && card.quic_pacing_slack_us == first.quic_pacing_slack_us
                 && card.grid_groups == first.grid_groups
                 && card.shard.map(|shard| shard.count) == Some(count))
             .then_some(())
@@ -436,6 +441,7 @@ mod tests {
             access_jitter_shape: Some(JitterShape::PerPacket),
             peer_pacing: Some(false),
             separate: true,
+            quic_pacing_slack_us: None,
             grid_groups: 1,
             shard: Some(Shard { index: 0, count: 1 }),
             groups: vec![GroupCard {
@@ -466,6 +472,7 @@ mod tests {
             access_jitter_shape: None,
             peer_pacing: None,
             separate: false,
+            quic_pacing_slack_us: None,
             grid_groups: 3,
             shard,
             groups: indexes
@@ -508,6 +515,8 @@ mod tests {
             Scorecard::merge(vec![a.clone(), with_separate]).unwrap_err(),
             "the scorecards are shards of different grids"
         );
+        let slack = Scorecard { quic_pacing_slack_us: Some(10), ..b.clone() };
+        assert_eq!(Scorecard::merge(vec![a.clone(), slack]).unwrap_err(), "the scorecards are shards of different grids");
         let unpaced = Scorecard { peer_pacing: Some(false), ..b };
         assert_eq!(Scorecard::merge(vec![a, unpaced]).unwrap_err(), "the scorecards are shards of different grids");
         assert!(Shard::parse("0/2").is_err() && Shard::parse("3/2").is_err() && Shard::parse("x").is_err());

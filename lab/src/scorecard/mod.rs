@@ -121,6 +121,7 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
         access_jitter_shape: options.jitter_shape,
         peer_pacing: options.peer_pacing,
         separate: false,
+        quic_pacing_slack_us: None,
     })
 }
 

@@ -227,7 +227,18 @@ pub fn headline(card: &Scorecard) -> String {
     if card.peer_pacing == Some(false) {
         let _ = writeln!(text, "{UNPACED_PEERS}");
     }
+    if let Some(note) = pacing_slack_note(card) {
+        let _ = writeln!(text, "{note}");
+    }
     text
+}
+
+/// The note on a testbed grid whose QUIC servers ran with another pacing
+/// slack than `flowshare serve`'s default.
+fn pacing_slack_note(card: &Scorecard) -> Option<String> {
+    card.quic_pacing_slack_us.map(|slack| {
+        format!("QUIC servers' pacing slack: {slack} µs (`--pacing-slack`; by default `flowshare serve`'s).")
+    })
 }
 
 /// The note on a grid whose standard peers do not pace.
@@ -408,6 +419,9 @@ pub fn markdown(card: &Scorecard) -> String {
     if card.peer_pacing == Some(false) {
         let _ = writeln!(text, "{UNPACED_PEERS}\n");
     }
+    if let Some(note) = pacing_slack_note(card) {
+        let _ = writeln!(text, "{note}\n");
+    }
     let _ = writeln!(text, "Cells that hold, of those judged, per path (`?`: imprecise):\n");
     let _ = writeln!(text, "| controller | peer | {} | all |", paths.join(" | "));
     let _ = writeln!(text, "|---|---|{}---|", "---|".repeat(paths.len()));
@@ -564,6 +578,7 @@ mod tests {
             access_jitter_shape: None,
             peer_pacing: None,
             separate: false,
+            quic_pacing_slack_us: None,
             grid_groups: 1,
             shard: None,
             groups: vec![GroupCard {
@@ -602,6 +617,10 @@ mod tests {
         assert!(text.contains("| multcp | reno | small-20 | droptail-1bdp | 4 | 1.06±0.00 | 1.00±0.00 |"), "{text}");
         assert!(headline(&with_separate).contains("1/1 (0 imprecise)"), "{}", headline(&with_separate));
         assert!(table(&with_separate).contains("4 separate"), "{}", table(&with_separate));
+        assert!(!text.contains("pacing slack") && !headline(&card).contains("pacing slack"));
+        let slack = Scorecard { quic_pacing_slack_us: Some(10), ..card.clone() };
+        let note = "QUIC servers' pacing slack: 10 µs";
+        assert!(markdown(&slack).starts_with(note) && headline(&slack).contains(note), "{}", headline(&slack));
         let unpaced = Scorecard { peer_pacing: Some(false), ..card };
         assert!(markdown(&unpaced).starts_with(UNPACED_PEERS) && headline(&unpaced).contains(UNPACED_PEERS));
     }
