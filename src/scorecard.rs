@@ -74,10 +74,8 @@ pub fn run(args: ScorecardArgs) -> Result<(), String> {
         ScorecardCommand::Testbed(args) => {
             let options = args.grid.options.options()?;
             let campaign = args.grid.apply(flowshare_testbed::scorecard::campaign(&options, args.grid.shard()?)?)?;
-            let campaign = flowshare_lab::scorecard::campaign::Campaign {
-                quic_pacing_slack_us: args.pacing_slack,
-                ..campaign
-            };
+            let campaign =
+                flowshare_lab::scorecard::campaign::Campaign { quic_pacing_slack_us: args.pacing_slack, ..campaign };
             let execution = flowshare_testbed::scorecard::Execution { resume: args.resume, jobs: args.jobs as usize };
             let card = flowshare_testbed::scorecard::run_checked(&campaign, &args.machine, &args.out, execution)?;
             scorecard::finish(&card, &args.out)?

@@ -516,7 +516,10 @@ mod tests {
             "the scorecards are shards of different grids"
         );
         let slack = Scorecard { quic_pacing_slack_us: Some(10), ..b.clone() };
-        assert_eq!(Scorecard::merge(vec![a.clone(), slack]).unwrap_err(), "the scorecards are shards of different grids");
+        assert_eq!(
+            Scorecard::merge(vec![a.clone(), slack]).unwrap_err(),
+            "the scorecards are shards of different grids"
+        );
         let unpaced = Scorecard { peer_pacing: Some(false), ..b };
         assert_eq!(Scorecard::merge(vec![a, unpaced]).unwrap_err(), "the scorecards are shards of different grids");
         assert!(Shard::parse("0/2").is_err() && Shard::parse("3/2").is_err() && Shard::parse("x").is_err());
