@@ -7,6 +7,7 @@
 //!                   [--warmup S] [--max-load L] [--wait-quiet S] [--ns3 PATH] [--hard-limit MS]
 //!                   [--pcap] [--no-qlog]
 //! flowshare testbed arrivals RUN_DIR
+//! flowshare testbed windows RUN_DIR
 //! flowshare testbed check | clean | list
 //! flowshare compare SCENARIO.toml|BUILTIN [--out DIR] [same options]
 //! ```
@@ -71,6 +72,14 @@ enum TestbedCommand {
     Arrivals {
         /// The run's directory (with trace_node_right.pcap and
         /// trace_node_left.pcap).
+        dir: PathBuf,
+    },
+    /// Per QUIC sender, its mean congestion window after the warm-up and
+    /// the packets it lost, PA-MulTCP's probe and adjusting loops, each
+    /// over the standard QUIC flows' mean window (a run directory with
+    /// qlogs).
+    Windows {
+        /// The run's directory (with summary.json and qlog/).
         dir: PathBuf,
     },
 }
@@ -174,6 +183,10 @@ pub fn run(args: TestbedArgs) -> Result<(), String> {
         }
         TestbedCommand::Arrivals { dir } => {
             print!("{}", crate::arrivals::report(&dir)?);
+            Ok(())
+        }
+        TestbedCommand::Windows { dir } => {
+            print!("{}", crate::windows::report(&dir)?);
             Ok(())
         }
     }

@@ -15,6 +15,7 @@
 //! | [`run`] | one run on its timeline, torn down on success, failure and Ctrl-C |
 //! | [`results`] | measurements to the lab's `RunResult`, table, summary, plots |
 //! | [`arrivals`] | per flow, how its packets reached the bottleneck and which it dropped (`--pcap` traces) |
+//! | [`windows`] | per QUIC sender, its window and PA-MulTCP's loops over the standard flows' (qlogs) |
 //! | [`scorecard`] | the lab's scorecard grid through the testbed |
 //! | [`cli`] | `flowshare testbed` and `flowshare compare` |
 
@@ -33,3 +34,4 @@ pub mod results;
 pub mod run;
 pub mod scenario;
 pub mod scorecard;
+pub mod windows;

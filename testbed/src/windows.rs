@@ -1,0 +1,343 @@
+//! What each QUIC sender's congestion window held during a run, from the
+//! servers' qlogs (`flowshare testbed windows DIR`).
+//!
+//! A weighted connection's share is its window over its peers'. PA-MulTCP's
+//! window is a probe loop meant to hold one flowshare plus an adjusting loop
+//! held at `N - 1` times the probe's, so where its weight goes astray splits
+//! in two questions this answers: does the probe hold what a standard flow
+//! holds (the probe's window over the standard QUIC flows' mean), and does
+//! the adjusting loop hold `N - 1` probes. Beside each window, the packets
+//! its sender declared lost, where the probe's show whether it meets the
+//! queue as a standard flow does.
+//!
+//! Windows are averaged over time after the warm-up: each record of
+//! `quic:recovery_metrics_updated` (`congestion_window`, every QUIC sender)
+//! and `flowshare:controller_updated` (`probe_window`, `adjusting_window`)
+//! holds until the next. Linux TCP senders write no qlog; against them only
+//! the weighted connection's own loops are shown.
+
+use std::fmt::Write as _;
+use std::io::BufRead;
+use std::path::Path;
+
+use serde_json::Value;
+
+use flowshare_lab::report::Table;
+
+use crate::scenario::TestbedScenario;
+
+/// What begins every record of a JSON-SEQ file (RFC 7464).
+const RECORD_SEPARATOR: char = '\u{1e}';
+
+/// A value's average over time from `from` on, each value holding until
+/// the next.
+#[derive(Clone, Debug)]
+struct TimeAverage {
+    from: f64,
+    /// Since when, and the value then.
+    current: Option<(f64, f64)>,
+    weighted: f64,
+    span: f64,
+}
+
+impl TimeAverage {
+    fn new(from: f64) -> TimeAverage {
+        TimeAverage { from, current: None, weighted: 0.0, span: 0.0 }
+    }
+
+    /// Counts the current value up to `time`.
+    fn advance(&mut self, time: f64) {
+        if let Some((since, value)) = self.current {
+            let start = since.max(self.from);
+            if time > start {
+                self.weighted += value * (time - start);
+                self.span += time - start;
+            }
+            self.current = Some((time.max(since), value));
+        }
+    }
+
+    fn set(&mut self, time: f64, value: f64) {
+        self.advance(time);
+        self.current = Some((time, value));
+    }
+
+    fn mean(&self) -> Option<f64> {
+        (self.span > 0.0).then(|| self.weighted / self.span)
+    }
+}
+
+/// A counter's growth from `from` on: its last value less the last one
+/// before `from` (zero when none came before).
+#[derive(Clone, Copy, Debug, Default)]
+struct CounterGrowth {
+    before: u64,
+    last: u64,
+}
+
+impl CounterGrowth {
+    fn record(&mut self, time: f64, from: f64, value: u64) {
+        if time < from {
+            self.before = value;
+        }
+        self.last = value;
+    }
+
+    fn growth(&self) -> u64 {
+        self.last.saturating_sub(self.before)
+    }
+}
+
+/// A PA-MulTCP loop after the warm-up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopWindow {
+    /// Mean window, bytes.
+    pub window: f64,
+    /// Packets it sent.
+    pub packets_sent: u64,
+    /// Of those, lost.
+    pub packets_lost: u64,
+}
+
+/// One QUIC connection's sender after the warm-up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SenderWindows {
+    /// Mean congestion window, bytes (quiche's, which the flowshare
+    /// controllers set).
+    pub window: f64,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets the sender declared lost.
+    pub packets_lost: u64,
+    /// Flowshares its controller reported (`None`: quiche's own, one).
+    pub weight: Option<f64>,
+    /// PA-MulTCP's probe loop.
+    pub probe: Option<LoopWindow>,
+    /// PA-MulTCP's adjusting loop's mean window, bytes.
+    pub adjusting_window: Option<f64>,
+}
+
+/// The time (ms) of a qlog record (JSON-SEQ: the record separator taken
+/// off), read without parsing the rest: the server writes `{"time":T,...`
+/// first.
+fn record_time(line: &str) -> Option<f64> {
+    let rest = line.strip_prefix("{\"time\":")?;
+    rest[..rest.find(',')?].parse().ok()
+}
+
+/// The sender of one server qlog (JSON-SEQ, times in ms from the
+/// connection's start), from `warmup_ms` on. Records that are not JSON (a
+/// file cut short when its server was stopped) are skipped; `None` when no
+/// congestion window came after the warm-up.
+pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindows>, String> {
+    let mut window = TimeAverage::new(warmup_ms);
+    let mut probe = TimeAverage::new(warmup_ms);
+    let mut adjusting = TimeAverage::new(warmup_ms);
+    let (mut lost, mut probe_sent, mut probe_lost) =
+        (CounterGrowth::default(), CounterGrowth::default(), CounterGrowth::default());
+    let mut packets_sent = 0;
+    let mut weight = None;
+    let mut end = warmup_ms;
+    for line in qlog.lines() {
+        let line = line.map_err(|e| format!("cannot read the qlog: {e}"))?;
+        let line = line.trim_start_matches(RECORD_SEPARATOR);
+        let Some(time) = record_time(line) else { continue };
+        end = end.max(time);
+        if line.contains("\"name\":\"quic:packet_sent\"") {
+            packets_sent += u64::from(time >= warmup_ms);
+            continue;
+        }
+        let recovery = line.contains("\"name\":\"quic:recovery_metrics_updated\"");
+        let controller = line.contains("\"name\":\"flowshare:controller_updated\"");
+        if !recovery && !controller {
+            continue;
+        }
+        let Ok(record) = serde_json::from_str::<Value>(line) else { continue };
+        let data = &record["data"];
+        if recovery {
+            if let Some(value) = data["congestion_window"].as_f64() {
+                window.set(time, value);
+            }
+            if let Some(total) = data["cf_lost_packets"]["total"].as_u64() {
+                lost.record(time, warmup_ms, total);
+            }
+            continue;
+        }
+        weight = data["weight"].as_f64().or(weight);
+        if let Some(value) = data["probe_window"].as_f64() {
+            probe.set(time, value);
+        }
+        if let Some(value) = data["adjusting_window"].as_f64() {
+            adjusting.set(time, value);
+        }
+        if let Some(value) = data["probe_packets_sent"].as_u64() {
+            probe_sent.record(time, warmup_ms, value);
+        }
+        if let Some(value) = data["probe_packets_lost"].as_u64() {
+            probe_lost.record(time, warmup_ms, value);
+        }
+    }
+    for average in [&mut window, &mut probe, &mut adjusting] {
+        average.advance(end);
+    }
+    let Some(mean_window) = window.mean() else { return Ok(None) };
+    Ok(Some(SenderWindows {
+        window: mean_window,
+        packets_sent,
+        packets_lost: lost.growth(),
+        weight,
+        probe: probe.mean().map(|window| LoopWindow {
+            window,
+            packets_sent: probe_sent.growth(),
+            packets_lost: probe_lost.growth(),
+        }),
+        adjusting_window: adjusting.mean(),
+    }))
+}
+
+/// `flowshare testbed windows DIR`: the table of a run directory's qlogs.
+pub fn report(dir: &Path) -> Result<String, String> {
+    let summary_path = dir.join("summary.json");
+    let summary: Value = std::fs::read_to_string(&summary_path)
+        .map_err(|e| format!("cannot read {}: {e} (a run's directory)", summary_path.display()))
+        .and_then(|text| {
+            serde_json::from_str(&text).map_err(|e| format!("{}: not a run's summary: {e}", summary_path.display()))
+        })?;
+    let scenario = dir.join("scenario.toml");
+    let warmup_s = match std::fs::read_to_string(&scenario) {
+        Ok(text) => {
+            TestbedScenario::from_toml(&text).map_err(|e| format!("{}: {e}", scenario.display()))?.scenario.warmup_s
+        }
+        Err(_) => 0.0,
+    };
+    let flows = summary["flows"].as_array().ok_or(format!("{}: no flows", summary_path.display()))?;
+    // (flow id, role, spec, connection's sender)
+    let mut senders = Vec::new();
+    for flow in flows.iter().filter(|flow| flow["transport"] == "quic") {
+        let id = flow["id"].as_u64().ok_or(format!("{}: a flow without an id", summary_path.display()))?;
+        let qlog_dir = dir.join("qlog").join(format!("flow-{id}-server"));
+        let mut files: Vec<_> = std::fs::read_dir(&qlog_dir)
+            .map_err(|e| format!("cannot read {}: {e} (runs with --no-qlog write none)", qlog_dir.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "sqlog"))
+            .collect();
+        files.sort();
+        // The qlog's clock starts with the connection, the warm-up with the run.
+        let warmup_ms = (warmup_s - flow["start_s"].as_f64().unwrap_or(0.0)).max(0.0) * 1e3;
+        for file in files {
+            let reader = std::fs::File::open(&file)
+                .map(std::io::BufReader::new)
+                .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            if let Some(sender) = analyse(reader, warmup_ms).map_err(|e| format!("{}: {e}", file.display()))? {
+                let role = flow["role"].as_str().unwrap_or("-").to_string();
+                let spec = flow["cc"].as_str().unwrap_or("-").to_string();
+                senders.push((id, role, spec, sender));
+            }
+        }
+    }
+    let standard: Vec<f64> =
+        senders.iter().filter(|(_, role, _, _)| role == "standard").map(|(.., sender)| sender.window).collect();
+    let standard_mean = (!standard.is_empty()).then(|| standard.iter().sum::<f64>() / standard.len() as f64);
+    let percent = |lost: u64, sent: u64| match sent {
+        0 => "-".to_string(),
+        _ => format!("{:.2}", 100.0 * lost as f64 / sent as f64),
+    };
+    let of_standard = |window: f64| standard_mean.map_or("-".to_string(), |mean| format!("{:.3}", window / mean));
+    let mut table = Table::new(&[
+        "flow",
+        "role",
+        "controller",
+        "window KB",
+        "per flowshare, of a standard flow's",
+        "lost %",
+        "probe KB",
+        "probe, of a standard flow's",
+        "adjusting over N - 1 probes",
+        "probe lost %",
+    ]);
+    for (id, role, spec, sender) in &senders {
+        let weight = sender.weight.unwrap_or(1.0);
+        let mut row = vec![
+            id.to_string(),
+            role.clone(),
+            spec.clone(),
+            format!("{:.1}", sender.window / 1e3),
+            of_standard(sender.window / weight),
+            percent(sender.packets_lost, sender.packets_sent),
+        ];
+        match &sender.probe {
+            Some(probe) => row.extend([
+                format!("{:.1}", probe.window / 1e3),
+                of_standard(probe.window),
+                match sender.adjusting_window {
+                    Some(adjusting) if weight > 1.0 => format!("{:.3}", adjusting / ((weight - 1.0) * probe.window)),
+                    _ => "-".to_string(),
+                },
+                percent(probe.packets_lost, probe.packets_sent),
+            ]),
+            None => row.extend(["-".to_string(), "-".to_string(), "-".to_string(), "-".to_string()]),
+        }
+        table.row(row);
+    }
+    let mut out = format!(
+        "{}: QUIC senders' windows averaged over time from {warmup_s} s on (server qlogs); lost: as the sender declared them{}\n",
+        dir.display(),
+        if standard_mean.is_none() { "; no standard flow writes a qlog (Linux TCP), so nothing is compared" } else { "" }
+    );
+    let _ = write!(out, "{}", table.render());
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_averaged_over_time_and_counters_taken_from_the_warm_up() {
+        // Warm-up until 100 ms. The window is 10,000 bytes until 150 ms and
+        // 20,000 after, up to the last record at 250 ms: 100 ms at 20,000
+        // and 50 at 10,000 after the warm-up. The probe holds 4,000, the
+        // adjusting loop 12,000 (three probes at N = 4). Losses: 5 before
+        // the warm-up, 9 at the end; packets sent: 2 before, 4 after.
+        let qlog = [
+            r#"{"file_schema":"urn:ietf:params:qlog:file:sequential","trace":{}}"#,
+            r#"{"time":0.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":10000,"cf_lost_packets":{"total":0,"delta":0}}}"#,
+            r#"{"time":10.0,"name":"quic:packet_sent","data":{}}"#,
+            r#"{"time":20.0,"name":"flowshare:controller_updated","data":{"weight":4.0,"probe_window":4000,"adjusting_window":12000,"probe_packets_sent":10,"probe_packets_lost":1}}"#,
+            r#"{"time":50.0,"name":"quic:packet_sent","data":{}}"#,
+            r#"{"time":90.0,"name":"quic:recovery_metrics_updated","data":{"cf_lost_packets":{"total":5,"delta":5}}}"#,
+            r#"{"time":120.0,"name":"quic:packet_sent","data":{}}"#,
+            r#"{"time":150.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":20000}}"#,
+            r#"{"time":160.0,"name":"quic:packet_sent","data":{}}"#,
+            r#"{"time":170.0,"name":"quic:packet_sent","data":{}}"#,
+            r#"{"time":200.0,"name":"flowshare:controller_updated","data":{"probe_packets_sent":30,"probe_packets_lost":4}}"#,
+            r#"{"time":240.0,"name":"quic:packet_sent","data":{}}"#,
+            r#"{"time":250.0,"name":"quic:recovery_metrics_updated","data":{"cf_lost_packets":{"total":9,"delta":4}}}"#,
+            r#"{"time":250.0,"name":"quic:recovery_metrics_upd"#,
+        ]
+        .map(|record| format!("{RECORD_SEPARATOR}{record}"))
+        .join("\n");
+        let sender = analyse(qlog.as_bytes(), 100.0).unwrap().expect("a window after the warm-up");
+        assert!((sender.window - (10_000.0 * 50.0 + 20_000.0 * 100.0) / 150.0).abs() < 1e-6, "{sender:?}");
+        assert_eq!((sender.packets_sent, sender.packets_lost, sender.weight), (4, 4, Some(4.0)));
+        assert_eq!(sender.probe, Some(LoopWindow { window: 4000.0, packets_sent: 20, packets_lost: 3 }));
+        assert_eq!(sender.adjusting_window, Some(12_000.0));
+        // A quiche sender has no loops; nothing after the warm-up, no window.
+        let quiche = analyse(qlog.lines().take(3).collect::<Vec<_>>().join("\n").as_bytes(), 0.0).unwrap();
+        assert_eq!(quiche.map(|sender| (sender.window, sender.weight, sender.probe)), Some((10_000.0, None, None)));
+        assert_eq!(analyse(qlog.as_bytes(), 1e6).unwrap(), None);
+    }
+
+    #[test]
+    fn a_directory_that_is_not_a_run_is_one_error() {
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-windows-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(report(&dir).unwrap_err().contains("a run's directory"));
+        std::fs::write(dir.join("summary.json"), "{").unwrap();
+        assert!(report(&dir).unwrap_err().contains("not a run's summary"));
+        std::fs::write(dir.join("summary.json"), r#"{"flows":[{"id":0,"transport":"quic","role":"weighted"}]}"#)
+            .unwrap();
+        assert!(report(&dir).unwrap_err().contains("--no-qlog"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
