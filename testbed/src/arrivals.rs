@@ -262,13 +262,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
     };
     let sent = read("trace_node_right.pcap")?;
     let delivered = read("trace_node_left.pcap")?;
-    let scenario = dir.join("scenario.toml");
-    let warmup = match std::fs::read_to_string(&scenario) {
-        Ok(text) => {
-            TestbedScenario::from_toml(&text).map_err(|e| format!("{}: {e}", scenario.display()))?.scenario.warmup_s
-        }
-        Err(_) => 0.0,
-    };
+    let warmup = TestbedScenario::warmup_of_run(dir)?;
     let flows = analyse(&sent, &delivered, warmup);
     let span = |packets: &[Packet]| {
         let data: Vec<f64> = packets.iter().filter(|p| p.bytes >= DATA_BYTES).map(|p| p.time).collect();

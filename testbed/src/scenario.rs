@@ -121,6 +121,19 @@ fn take_array(table: &mut toml::Table, key: &str) -> Vec<toml::Value> {
 }
 
 impl TestbedScenario {
+    /// The warm-up, seconds, of the run whose directory is `dir` (from the
+    /// `scenario.toml` it keeps; none there, 0): what the analyses of a
+    /// run's traces and qlogs leave out.
+    pub fn warmup_of_run(dir: &std::path::Path) -> Result<f64, String> {
+        let path = dir.join("scenario.toml");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                Ok(TestbedScenario::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?.scenario.warmup_s)
+            }
+            Err(_) => Ok(0.0),
+        }
+    }
+
     /// A scenario without testbed keys: every flow over QUIC.
     pub fn from_lab(scenario: Scenario) -> TestbedScenario {
         let transports = vec![Transport::Quic; scenario.flows.len()];

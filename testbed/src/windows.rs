@@ -203,13 +203,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
         .and_then(|text| {
             serde_json::from_str(&text).map_err(|e| format!("{}: not a run's summary: {e}", summary_path.display()))
         })?;
-    let scenario = dir.join("scenario.toml");
-    let warmup_s = match std::fs::read_to_string(&scenario) {
-        Ok(text) => {
-            TestbedScenario::from_toml(&text).map_err(|e| format!("{}: {e}", scenario.display()))?.scenario.warmup_s
-        }
-        Err(_) => 0.0,
-    };
+    let warmup_s = TestbedScenario::warmup_of_run(dir)?;
     let flows = summary["flows"].as_array().ok_or(format!("{}: no flows", summary_path.display()))?;
     // (flow id, role, spec, connection's sender)
     let mut senders = Vec::new();
