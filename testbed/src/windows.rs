@@ -69,15 +69,20 @@ impl TimeAverage {
 
 /// A counter's growth from `from` on: its last value less the last one
 /// before `from` (zero when none came before).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct CounterGrowth {
+    from: f64,
     before: u64,
     last: u64,
 }
 
 impl CounterGrowth {
-    fn record(&mut self, time: f64, from: f64, value: u64) {
-        if time < from {
+    fn new(from: f64) -> CounterGrowth {
+        CounterGrowth { from, before: 0, last: 0 }
+    }
+
+    fn record(&mut self, time: f64, value: u64) {
+        if time < self.from {
             self.before = value;
         }
         self.last = value;
@@ -133,8 +138,9 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
     let mut window = TimeAverage::new(warmup_ms);
     let mut probe = TimeAverage::new(warmup_ms);
     let mut adjusting = TimeAverage::new(warmup_ms);
-    let (mut lost, mut probe_sent, mut probe_lost) =
-        (CounterGrowth::default(), CounterGrowth::default(), CounterGrowth::default());
+    let mut lost = CounterGrowth::new(warmup_ms);
+    let mut probe_sent = CounterGrowth::new(warmup_ms);
+    let mut probe_lost = CounterGrowth::new(warmup_ms);
     let mut packets_sent = 0;
     let mut weight = None;
     let mut end = warmup_ms;
@@ -159,7 +165,7 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
                 window.set(time, value);
             }
             if let Some(total) = data["cf_lost_packets"]["total"].as_u64() {
-                lost.record(time, warmup_ms, total);
+                lost.record(time, total);
             }
             continue;
         }
@@ -171,10 +177,10 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
             adjusting.set(time, value);
         }
         if let Some(value) = data["probe_packets_sent"].as_u64() {
-            probe_sent.record(time, warmup_ms, value);
+            probe_sent.record(time, value);
         }
         if let Some(value) = data["probe_packets_lost"].as_u64() {
-            probe_lost.record(time, warmup_ms, value);
+            probe_lost.record(time, value);
         }
     }
     for average in [&mut window, &mut probe, &mut adjusting] {
