@@ -32,13 +32,17 @@ pub enum Assignment {
     /// Alternate packets while both loops are open.
     Interleave,
     /// Give each packet to the probe loop with probability
-    /// `W_p / (W_p + W_a)`, so that a burst of drops hits both loops in
-    /// proportion to their windows.
+    /// `W_p / (W_p + W_a)` while both loops have room, else to the loop
+    /// that has.
     Draw,
     /// Give the probe loop the first packet after its own pacing clock says
     /// a separate flow with its window would send one, so that its packets
     /// are spaced as that flow's are (default).
     Clock,
+    /// Give each packet to the probe loop with probability
+    /// `W_p / (W_p + W_a)` whichever loop has room: the probe's packets are
+    /// a fair sample of the connection's.
+    Sample,
 }
 
 /// What caps the adjusting loop.
@@ -259,11 +263,12 @@ impl fmt::Display for PaMulTcpConfig {
 }
 
 /// The values of `assign`.
-const ASSIGNMENTS: [(&str, Assignment); 4] = [
+const ASSIGNMENTS: [(&str, Assignment); 5] = [
     ("consecutive", Assignment::Consecutive),
     ("interleave", Assignment::Interleave),
     ("draw", Assignment::Draw),
     ("clock", Assignment::Clock),
+    ("sample", Assignment::Sample),
 ];
 /// The accepted `split`: above the window's rate, so that
 /// acknowledgements, not the pacer, set the mean rate.

@@ -45,8 +45,9 @@ impl Loop {
 
 /// The loop for the next packet, given the loop of the previous one and
 /// which loops are open (section 4.3; module docs for the closed case).
-/// `probe_due` says, for [`Assignment::Draw`] and [`Assignment::Clock`],
-/// whether the draw or the probe's clock gave the packet to the probe loop.
+/// `probe_due` says, for [`Assignment::Draw`], [`Assignment::Sample`] and
+/// [`Assignment::Clock`], whether the draw or the probe's clock gave the
+/// packet to the probe loop.
 pub fn assign(
     assignment: Assignment,
     previous: Option<Loop>,
@@ -59,8 +60,8 @@ pub fn assign(
         Loop::Adjusting => adjusting_open,
     };
     let previous = previous.unwrap_or(match assignment {
-        // Start on the probe loop in both modes.
-        Assignment::Consecutive | Assignment::Draw | Assignment::Clock => Loop::Probe,
+        // Start on the probe loop, except when alternating.
+        Assignment::Consecutive | Assignment::Draw | Assignment::Clock | Assignment::Sample => Loop::Probe,
         Assignment::Interleave => Loop::Adjusting,
     });
     let (first, second) = match assignment {
@@ -68,6 +69,9 @@ pub fn assign(
         Assignment::Interleave => (previous.other(), previous),
         Assignment::Draw | Assignment::Clock if probe_due => (Loop::Probe, Loop::Adjusting),
         Assignment::Draw | Assignment::Clock => (Loop::Adjusting, Loop::Probe),
+        // A fair sample: the draw decides whichever loop has room.
+        Assignment::Sample if probe_due => return Loop::Probe,
+        Assignment::Sample => return Loop::Adjusting,
     };
     if open(first) {
         first

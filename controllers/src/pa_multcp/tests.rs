@@ -71,6 +71,25 @@ fn drawn_assignment_gives_the_probe_its_share_of_the_packets() {
 }
 
 #[test]
+fn sampled_assignment_follows_the_draw_whichever_loop_has_room() {
+    // PA-MulTCP(4) at the start, probe 10 packets and adjusting 10: each of
+    // 30 packets goes to the probe exactly when its draw falls below one
+    // half, also once a loop's window is full (packets 20 to 29 fit in
+    // neither), so the probe's packets are a fair sample of the connection's.
+    let mut host = Host::new(pa_multcp("pa-multcp:n=4,assign=sample"));
+    let loops = loops_of(&mut host, 30);
+    let drawn: Vec<Loop> = (0..30).map(|n| if draw(n) < 0.5 { Loop::Probe } else { Loop::Adjusting }).collect();
+    assert_eq!(loops, drawn);
+    let probe = loops.iter().filter(|&&l| l == Loop::Probe).count();
+    assert_ne!(probe, 10, "the sample must differ from the windows' split for this test to tell");
+    // The draw gives a loop whose window is full no more packets: 10 each
+    // of the first 20, then the probe by the rule for both closed.
+    let mut host = Host::new(pa_multcp("pa-multcp:n=4,assign=draw"));
+    let loops = loops_of(&mut host, 20);
+    assert_eq!(loops.iter().filter(|&&l| l == Loop::Probe).count(), 10);
+}
+
+#[test]
 fn clocked_assignment_spaces_the_probes_packets_as_its_own_pacing_would() {
     use Loop::*;
     // The probe's clock at the start: 1.1 x 10 packets per 100 ms, one
@@ -102,9 +121,10 @@ fn an_unpaced_connections_probe_clock_runs_faster() {
 }
 
 #[test]
-fn an_unpaced_connection_draws_the_probes_packets_unless_told_otherwise() {
+fn each_pacing_has_its_assignment_unless_told_otherwise() {
     let assignment = |text: &str| crate::testing::config::<PaMulTcpConfig>(text).assignment;
     assert_eq!(assignment("pa-multcp:n=4,pacing=off"), Assignment::Draw);
+    assert_eq!(assignment("pa-multcp:n=4,pacing=split"), Assignment::Draw);
     assert_eq!(assignment("pa-multcp:n=4,pacing=flows"), Assignment::Clock);
     assert_eq!(assignment("pa-multcp:n=4,pacing=even"), Assignment::Clock);
     assert_eq!(assignment("pa-multcp:n=4,assign=clock,pacing=off"), Assignment::Clock);
@@ -113,6 +133,8 @@ fn an_unpaced_connection_draws_the_probes_packets_unless_told_otherwise() {
         ("pa-multcp:n=4,pacing=off", "pa-multcp:n=4,pacing=off"),
         ("pa-multcp:n=4,pacing=off,assign=clock", "pa-multcp:n=4,assign=clock,pacing=off"),
         ("pa-multcp:n=4,assign=draw", "pa-multcp:n=4,assign=draw"),
+        ("pa-multcp:n=4,pacing=split,assign=draw", "pa-multcp:n=4,pacing=split"),
+        ("pa-multcp:n=4,pacing=split,assign=sample", "pa-multcp:n=4,assign=sample,pacing=split"),
     ] {
         let spec: Spec = text.parse().unwrap();
         assert_eq!(spec.to_string(), canonical);
@@ -329,7 +351,7 @@ fn interleaved_assignment_alternates_while_both_loops_are_open() {
 fn assignment_rules() {
     use Assignment::*;
     use Loop::*;
-    // The fifth argument (probe due) matters for the draw and the clock only.
+    // The fifth argument (probe due) matters for the draw, the clock and the sample only.
     for due in [true, false] {
         assert_eq!(assign(Consecutive, None, true, true, due), Probe);
         assert_eq!(assign(Consecutive, Some(Adjusting), true, true, due), Adjusting);
@@ -344,9 +366,16 @@ fn assignment_rules() {
         assert_eq!(assign(mode, Some(Adjusting), false, true, true), Adjusting);
         assert_eq!(assign(mode, Some(Adjusting), true, false, false), Probe);
     }
-    for mode in [Consecutive, Interleave, Draw, Clock] {
+    for mode in [Consecutive, Interleave, Draw, Clock, Sample] {
         for previous in [None, Some(Probe), Some(Adjusting)] {
             assert_eq!(assign(mode, previous, false, false, true), Probe);
+        }
+    }
+    // The sample asks only the draw.
+    for (probe_open, adjusting_open) in [(true, true), (true, false), (false, true), (false, false)] {
+        for previous in [None, Some(Probe), Some(Adjusting)] {
+            assert_eq!(assign(Sample, previous, probe_open, adjusting_open, true), Probe);
+            assert_eq!(assign(Sample, previous, probe_open, adjusting_open, false), Adjusting);
         }
     }
 }
@@ -509,7 +538,7 @@ fn canonical_spec_parses_back_to_the_same_spec() {
 fn spec_keys_and_errors() {
     let error = |text: &str| text.parse::<Spec>().unwrap_err().to_string();
     assert!(error("pa-multcp:n=4,assign=random")
-        .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, draw, clock)"));
+        .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, draw, clock, sample)"));
     assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
