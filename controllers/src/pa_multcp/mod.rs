@@ -72,15 +72,17 @@
 //!   cap every packet beyond the acknowledged ones (the second of the pair
 //!   a growing window releases) is the probe's. With `pacing=split` the
 //!   drawn probe lost its packets at 1.5-2.4 times the connection's rate
-//!   in the lab (1.4-2.1 in the testbed), the sampled one at that rate. In the lab (grid path, 4 unpaced CUBIC flows, 16
-//!   seeds) that lifted N = 4 / 8 / 16 from 0.87 / 0.75 / 0.64 of N times
-//!   weight one's share to 1.06 / 1.04 / 0.96, but in the testbed it
-//!   overshot against both peers: 1.13 / 1.10 of quiche CUBIC's at N = 4 /
-//!   8 and 1.24 / 1.60 of Linux TCP CUBIC's (drawn: 1.07 / 0.85 and
-//!   1.06 / 1.13; 6 seeds, a 10 µs pacing slack; testbed/README.md,
-//!   "Sampling the probe's packets"). A fair sample measures the
-//!   connection's loss rate, and the aggregate loses fewer of its packets
-//!   than a separate flow would, which is what the probe is there to see.
+//!   in the lab (1.4-2.1 in the testbed), the sampled one at that rate. In
+//!   the lab (grid path, 4 unpaced CUBIC flows, 16 seeds) that lifted
+//!   N = 4 / 8 / 16 from 0.87 / 0.75 / 0.64 of N times weight one's share
+//!   to 1.06 / 1.04 / 0.96, but in the testbed it overshot against both
+//!   peers: 1.13 / 1.10 of quiche CUBIC's at N = 4 / 8 and 1.24 / 1.60 of
+//!   Linux TCP CUBIC's (drawn: 1.07 / 0.85 and 1.06 / 1.13; 6 seeds, a
+//!   10 µs pacing slack; testbed/README.md, "Sampling the probe's
+//!   packets"). A fair sample measures the aggregate's loss rate, and the
+//!   aggregate loses a smaller part of its packets than a weight-one
+//!   connection does (among quiche flows 0.57-0.67 of the peers' rate at
+//!   N = 4-8, weight one 0.80), so the probe overestimates a flowshare.
 //! * **`probe=cubic`** (default): a flowshare is a CUBIC flow's, the traffic
 //!   a server meets (Linux TCP, quiche); `probe=reno` makes it a Reno
 //!   flow's. Against the other kind one flowshare is worth what that probe
