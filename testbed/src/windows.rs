@@ -16,7 +16,6 @@
 //! holds until the next. Linux TCP senders write no qlog; against them only
 //! the weighted connection's own loops are shown.
 
-use std::fmt::Write as _;
 use std::io::BufRead;
 use std::path::Path;
 
@@ -284,7 +283,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
         dir.display(),
         if standard_mean.is_none() { "; no standard flow writes a qlog (Linux TCP), so nothing is compared" } else { "" }
     );
-    let _ = write!(out, "{}", table.render());
+    out.push_str(&table.render());
     Ok(out)
 }
 

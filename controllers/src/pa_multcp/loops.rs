@@ -55,9 +55,13 @@ pub fn assign(
     adjusting_open: bool,
     probe_due: bool,
 ) -> Loop {
-    let open = |which: Loop| match which {
-        Loop::Probe => probe_open,
-        Loop::Adjusting => adjusting_open,
+    // A fair sample is the draw with every loop counted as having room.
+    let open = |which: Loop| {
+        assignment == Assignment::Sample
+            || match which {
+                Loop::Probe => probe_open,
+                Loop::Adjusting => adjusting_open,
+            }
     };
     let previous = previous.unwrap_or(match assignment {
         // Start on the probe loop, except when alternating.
@@ -67,11 +71,8 @@ pub fn assign(
     let (first, second) = match assignment {
         Assignment::Consecutive => (previous, previous.other()),
         Assignment::Interleave => (previous.other(), previous),
-        Assignment::Draw | Assignment::Clock if probe_due => (Loop::Probe, Loop::Adjusting),
-        Assignment::Draw | Assignment::Clock => (Loop::Adjusting, Loop::Probe),
-        // A fair sample: the draw decides whichever loop has room.
-        Assignment::Sample if probe_due => return Loop::Probe,
-        Assignment::Sample => return Loop::Adjusting,
+        Assignment::Draw | Assignment::Clock | Assignment::Sample if probe_due => (Loop::Probe, Loop::Adjusting),
+        Assignment::Draw | Assignment::Clock | Assignment::Sample => (Loop::Adjusting, Loop::Probe),
     };
     if open(first) {
         first
