@@ -190,17 +190,66 @@ const KEPT_RUN: &str = "sample.json";
 
 /// What a finished run keeps for a later `--resume`: with the scenario and
 /// seed it ran, so that a run of anything else is never taken for it.
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct KeptRun {
     scenario: String,
     seed: u64,
     /// `None`: the run finished but a role had no throughput.
     sample: Option<Sample>,
+    /// How the machine kept up with the emulation; absent in runs kept
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    machine: Option<MachineHealth>,
 }
 
-/// The sample of the run an earlier invocation finished in `dir`, if it
-/// left one; an error if that run was of another scenario or seed.
-fn kept_run(dir: &FilePath, scenario: &str, seed: u64) -> Result<Option<Option<Sample>>, String> {
+/// How well a run's machine kept up, kept beside its sample: the same cell
+/// has moved by more than its interval between machines whose ns-3 waited
+/// 12-18 and 41-76 us for a CPU (testbed/README.md, "Where the testbed
+/// stands"), so a campaign's directory says which kind of machine it had.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct MachineHealth {
+    /// ns-3's mean wait for a CPU per wake-up, us (where measured).
+    ns3_cpu_wait_us: Option<f64>,
+    /// Largest lag of real time behind simulated time, ms.
+    max_lag_ms: Option<f64>,
+}
+
+impl MachineHealth {
+    fn of(emulation: &crate::results::Emulation) -> MachineHealth {
+        MachineHealth {
+            ns3_cpu_wait_us: emulation.cpu_wait_us.filter(|wait| wait.is_finite()),
+            max_lag_ms: Some(emulation.max_lag_ms).filter(|lag| lag.is_finite()),
+        }
+    }
+}
+
+/// The campaign's line on its machine, from the runs that recorded one:
+/// the spread of ns-3's CPU wait and of the lag, and how many runs the
+/// scorecard marks untrusted.
+fn machine_line(health: &[MachineHealth], runs: usize, untrusted: usize) -> String {
+    let range = |mut values: Vec<f64>, unit: &str| -> Option<String> {
+        values.sort_by(f64::total_cmp);
+        let median = *values.get(values.len() / 2)?;
+        Some(format!("{:.0}-{:.0} {unit} (median {median:.0})", values[0], values[values.len() - 1]))
+    };
+    let waits = range(health.iter().filter_map(|h| h.ns3_cpu_wait_us).collect(), "us");
+    let lags = range(health.iter().filter_map(|h| h.max_lag_ms).collect(), "ms");
+    let mut line = format!("{untrusted} of {runs} runs untrusted");
+    if let Some(waits) = waits {
+        line += &format!("; ns-3 waited {waits} for a CPU per wake-up");
+    }
+    if let Some(lags) = lags {
+        line += &format!("; largest lag per run {lags}");
+    }
+    if health.len() < runs {
+        line += &format!(" ({} of the runs recorded the machine)", health.len());
+    }
+    line
+}
+
+/// The run an earlier invocation finished in `dir`, if it left one; an
+/// error if that run was of another scenario or seed.
+fn kept_run(dir: &FilePath, scenario: &str, seed: u64) -> Result<Option<KeptRun>, String> {
     let path = dir.join(KEPT_RUN);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -214,7 +263,7 @@ fn kept_run(dir: &FilePath, scenario: &str, seed: u64) -> Result<Option<Option<S
             path.display()
         ));
     }
-    Ok(Some(kept.sample))
+    Ok(Some(kept))
 }
 
 fn keep_run(dir: &FilePath, kept: &KeptRun) -> Result<(), String> {
@@ -256,6 +305,8 @@ struct Progress {
     /// Runs with a result, kept ones included.
     succeeded: usize,
     first_failure: Option<String>,
+    /// The machine's health in every run with a result, kept ones included.
+    machine: Vec<MachineHealth>,
 }
 
 /// Runs the campaign through the testbed, `execution.jobs` runs at a time;
@@ -292,7 +343,7 @@ pub fn run(
             let dir = out.join("runs").join(&case.name).join(format!("seed-{}", job.seed));
             let scenario = case.scenario.to_toml();
             if execution.resume {
-                if let Some(sample) = kept_run(&dir, &scenario, job.seed)? {
+                if let Some(kept) = kept_run(&dir, &scenario, job.seed)? {
                     eprintln!(
                         "[scorecard round {round}] run {}/{}: {} (seed {}) kept from an earlier invocation",
                         k + 1,
@@ -300,8 +351,10 @@ pub fn run(
                         case.name,
                         job.seed
                     );
-                    samples[k] = Some(sample);
-                    lock().succeeded += 1;
+                    samples[k] = Some(kept.sample);
+                    let mut progress = lock();
+                    progress.succeeded += 1;
+                    progress.machine.extend(kept.machine);
                     continue;
                 }
             }
@@ -351,8 +404,14 @@ pub fn run(
                     Ok((outcome, summary, _)) => {
                         let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
                         let sample = Sample::of(&outcome.run, outcome.emulation.trusted && quiet);
-                        keep_run(dir, &KeptRun { scenario: scenario.clone(), seed: job.seed, sample })?;
-                        lock().succeeded += 1;
+                        let machine = MachineHealth::of(&outcome.emulation);
+                        keep_run(
+                            dir,
+                            &KeptRun { scenario: scenario.clone(), seed: job.seed, sample, machine: Some(machine) },
+                        )?;
+                        let mut progress = lock();
+                        progress.succeeded += 1;
+                        progress.machine.push(machine);
                         sample
                     }
                     Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
@@ -390,6 +449,13 @@ pub fn run(
     };
     let scorecard = campaign.run(&mut execute)?;
     let progress = progress.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cells = scorecard
+        .groups
+        .iter()
+        .flat_map(|group| [&group.control].into_iter().chain(&group.cells).chain(&group.separate));
+    let (runs, untrusted) =
+        cells.fold((0, 0), |(runs, untrusted), cell| (runs + cell.seeds, untrusted + cell.untrusted));
+    eprintln!("[scorecard] this machine: {}", machine_line(&progress.machine, runs, untrusted));
     match progress.first_failure {
         // Nothing to judge: a scorecard of empty cells would hide why.
         Some(failure) if progress.succeeded == 0 => Err(format!("every run failed; the first: {failure}")),
@@ -446,9 +512,16 @@ mod tests {
             utilization: 0.9986,
             trusted: false,
         };
-        keep_run(&dir, &KeptRun { scenario: "scenario".into(), seed: 16490336266968443936, sample: Some(sample) })
-            .expect("kept");
-        assert_eq!(kept_run(&dir, "scenario", 16490336266968443936), Ok(Some(Some(sample))));
+        let machine = MachineHealth { ns3_cpu_wait_us: Some(41.5), max_lag_ms: Some(12.25) };
+        let kept = KeptRun {
+            scenario: "scenario".into(),
+            seed: 16490336266968443936,
+            sample: Some(sample),
+            machine: Some(machine),
+        };
+        keep_run(&dir, &kept).expect("kept");
+        let taken = kept_run(&dir, "scenario", 16490336266968443936).expect("read").expect("kept");
+        assert_eq!((taken.sample, taken.machine), (Some(sample), Some(machine)));
         for (scenario, seed) in [("another scenario", 16490336266968443936), ("scenario", 7)] {
             let error = kept_run(&dir, scenario, seed).expect_err("another run's");
             assert!(error.contains("is a run of another scenario or seed"), "{error}");
@@ -457,6 +530,34 @@ mod tests {
         let error = kept_run(&dir, "scenario", 7).expect_err("unreadable");
         assert!(error.starts_with(&dir.join(KEPT_RUN).display().to_string()), "{error}");
         std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    /// The measured directories' runs were kept before the machine was
+    /// recorded: they still resume, without it.
+    #[test]
+    fn a_run_kept_without_its_machine_is_still_taken_back() {
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-kept-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let old = r#"{"scenario": "s", "seed": 3, "sample": {"fairness_index": 1.1, "weighted_loss_event_rate": 0.002,
+            "standard_loss_event_rate": 0.0019, "utilization": 0.997, "trusted": true}}"#;
+        std::fs::write(dir.join(KEPT_RUN), old).expect("written");
+        let taken = kept_run(&dir, "s", 3).expect("read").expect("kept");
+        assert_eq!(taken.machine, None);
+        assert_eq!(taken.sample.map(|sample| sample.fairness_index), Some(1.1));
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn the_machine_line_gives_the_spread_of_cpu_wait_and_lag() {
+        let health = |wait, lag| MachineHealth { ns3_cpu_wait_us: wait, max_lag_ms: lag };
+        let runs = [health(Some(44.0), Some(9.4)), health(Some(76.2), Some(101.0)), health(None, Some(12.0))];
+        assert_eq!(
+            machine_line(&runs, 4, 1),
+            "1 of 4 runs untrusted; ns-3 waited 44-76 us (median 76) for a CPU per wake-up; \
+             largest lag per run 9-101 ms (median 12) (3 of the runs recorded the machine)"
+        );
+        assert_eq!(machine_line(&[], 2, 0), "0 of 2 runs untrusted (0 of the runs recorded the machine)");
     }
 
     /// Without `--controllers` the campaign runs the grid the READMEs'
