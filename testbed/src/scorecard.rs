@@ -223,6 +223,10 @@ impl MachineHealth {
     }
 }
 
+/// The file in the output directory that keeps the campaign's line on its
+/// machine, beside the scorecard.
+const MACHINE_FILE: &str = "machine.txt";
+
 /// The campaign's line on its machine, from the runs that recorded one:
 /// the spread of ns-3's CPU wait and of the lag, and how many runs the
 /// scorecard marks untrusted.
@@ -455,7 +459,9 @@ pub fn run(
         .flat_map(|group| [&group.control].into_iter().chain(&group.cells).chain(&group.separate));
     let (runs, untrusted) =
         cells.fold((0, 0), |(runs, untrusted), cell| (runs + cell.seeds, untrusted + cell.untrusted));
-    eprintln!("[scorecard] this machine: {}", machine_line(&progress.machine, runs, untrusted));
+    let machine_line = machine_line(&progress.machine, runs, untrusted);
+    eprintln!("[scorecard] this machine: {machine_line}");
+    report::write_file(out, MACHINE_FILE, &(machine_line + "\n"))?;
     match progress.first_failure {
         // Nothing to judge: a scorecard of empty cells would hide why.
         Some(failure) if progress.succeeded == 0 => Err(format!("every run failed; the first: {failure}")),
