@@ -239,7 +239,7 @@ pub fn analyse(sent: &[Packet], delivered: &[Packet], warmup: f64) -> Vec<(FlowK
 }
 
 /// The `quantile` (0 to 1) of `sorted` (ascending); `None` when empty.
-fn quantile(sorted: &[f64], quantile: f64) -> Option<f64> {
+pub(crate) fn quantile(sorted: &[f64], quantile: f64) -> Option<f64> {
     let last = sorted.len().checked_sub(1)?;
     Some(sorted[((last as f64) * quantile).round() as usize])
 }

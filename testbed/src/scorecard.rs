@@ -37,6 +37,7 @@ use flowshare_lab::setup::JitterShape;
 use serde::Deserialize;
 use serde::Serialize;
 
+use crate::arrivals::quantile;
 use crate::builtin;
 use crate::builtin::Case;
 use crate::cli::MachineArgs;
@@ -233,8 +234,8 @@ const MACHINE_FILE: &str = "machine.txt";
 fn machine_line(health: &[MachineHealth], runs: usize, untrusted: usize) -> String {
     let range = |mut values: Vec<f64>, unit: &str| -> Option<String> {
         values.sort_by(f64::total_cmp);
-        let median = *values.get(values.len() / 2)?;
-        Some(format!("{:.0}-{:.0} {unit} (median {median:.0})", values[0], values[values.len() - 1]))
+        let [low, median, high] = [0.0, 0.5, 1.0].map(|q| quantile(&values, q));
+        Some(format!("{:.0}-{:.0} {unit} (median {:.0})", low?, high?, median?))
     };
     let waits = range(health.iter().filter_map(|h| h.ns3_cpu_wait_us).collect(), "us");
     let lags = range(health.iter().filter_map(|h| h.max_lag_ms).collect(), "ms");
@@ -453,10 +454,7 @@ pub fn run(
     };
     let scorecard = campaign.run(&mut execute)?;
     let progress = progress.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let cells = scorecard
-        .groups
-        .iter()
-        .flat_map(|group| [&group.control].into_iter().chain(&group.cells).chain(&group.separate));
+    let cells = scorecard.groups.iter().flat_map(|group| group.all_cells());
     let (runs, untrusted) =
         cells.fold((0, 0), |(runs, untrusted), cell| (runs + cell.seeds, untrusted + cell.untrusted));
     let machine_line = machine_line(&progress.machine, runs, untrusted);

@@ -261,6 +261,14 @@ pub struct GroupCard {
     pub separate: Vec<CellCard>,
 }
 
+impl GroupCard {
+    /// Every cell of the group, the control first, then the weighted
+    /// cells and the N-separate references: one per row of the table.
+    pub fn all_cells(&self) -> impl Iterator<Item = &CellCard> {
+        std::iter::once(&self.control).chain(&self.cells).chain(&self.separate)
+    }
+}
+
 /// Which part of a grid a file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {

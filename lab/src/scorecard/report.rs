@@ -143,7 +143,7 @@ pub fn table(card: &Scorecard) -> String {
     }
     let mut table = Table::new(&columns);
     for group in &card.groups {
-        for cell in std::iter::once(&group.control).chain(&group.cells).chain(&group.separate) {
+        for cell in group.all_cells() {
             row(&mut table, group, cell, card.separate);
         }
     }
