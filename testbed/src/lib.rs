@@ -14,6 +14,7 @@
 //! | [`process`] | child processes, ended by PID, never left behind |
 //! | [`run`] | one run on its timeline, torn down on success, failure and Ctrl-C |
 //! | [`results`] | measurements to the lab's `RunResult`, table, summary, plots |
+//! | [`episodes`] | a queue's overflow episodes and the share of them that caught each flow |
 //! | [`arrivals`] | per flow, how its packets reached the bottleneck and which it dropped (`--pcap` traces) |
 //! | [`windows`] | per QUIC sender, its window and PA-MulTCP's loops over the standard flows' (qlogs) |
 //! | [`scorecard`] | the lab's scorecard grid through the testbed |
@@ -27,6 +28,7 @@ pub mod builtin;
 pub mod cli;
 pub mod emulator;
 pub mod endpoints;
+pub mod episodes;
 pub mod netns;
 pub mod process;
 pub mod requirements;

@@ -26,6 +26,8 @@ use flowshare_lab::result::LinkStats;
 use flowshare_lab::result::RunResult;
 use flowshare_lab::result::SenderStats;
 
+use crate::episodes;
+use crate::episodes::Episodes;
 use crate::run::GoodputClock;
 use crate::run::Measurements;
 use crate::scenario::Plan;
@@ -122,6 +124,9 @@ pub struct Outcome {
     pub load: ([f64; 3], [f64; 3]),
     /// Endpoint goodput series: per flow (seconds, Mbit/s).
     pub goodput_series: Vec<Vec<(f64, f64)>>,
+    /// Per link, its queue's overflow episodes after the warm-up and the
+    /// share of them that caught each flow (`None`: it dropped nothing).
+    pub episodes: Vec<Option<Episodes>>,
 }
 
 /// Cumulative bytes at `t`, linearly interpolated between samples.
@@ -193,6 +198,8 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
     let mut stats = vec![SenderStats::default(); flows];
     let mut per_link_bytes = vec![vec![0u64; links]; flows];
     let mut link_stats = vec![LinkStats::default(); links];
+    // Per link and flow, the queue's drops in each bin after the warm-up.
+    let mut drop_bins = vec![vec![vec![0u64; bins.saturating_sub(first_measured)]; flows]; links];
     for row in measured.series.iter().filter(|row| row.direction == 'd') {
         // A row covers the interval that ends at its time; its midpoint
         // picks the bin.
@@ -217,6 +224,7 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
             s.packets_lost += row.queue_drops + row.link_drops;
             s.loss_events += row.loss_events;
             per_link_bytes[k][row.link] += row.bytes;
+            drop_bins[row.link][k][index - first_measured] += row.queue_drops;
         }
     }
 
@@ -306,6 +314,7 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
         },
         load: (measured.load_before, measured.load_after),
         goodput_series,
+        episodes: drop_bins.iter().map(|drops| episodes::find(drops, bin)).collect(),
     }
 }
 
@@ -359,6 +368,7 @@ pub fn summary(plan: &Plan, outcome: &Outcome, measured: &Measurements) -> Value
             "load_average_after": after,
             "ns3_links": measured.ns3_summary["links"],
             "ns3_sockets": measured.ns3_summary["sockets"],
+            "overflow_episodes": outcome.episodes,
         }
     });
     let mut summary = report::run_summary(&outcome.run, extra);
@@ -505,7 +515,8 @@ path = ["b"]
         for tick in 1..=45 {
             let sim = tick as f64 * 0.1;
             series.push(row(sim, 0, 17, quic, 40000, 100_000, if tick == 40 { 2 } else { 0 }));
-            series.push(row(sim, 0, 6, 50000, tcp, 50_000, 0));
+            // A drop of the TCP flow's in the warm-up, which no episode counts.
+            series.push(row(sim, 0, 6, 50000, tcp, 50_000, if tick == 10 { 1 } else { 0 }));
         }
         let measured = Measurements {
             series,
@@ -538,6 +549,11 @@ path = ["b"]
         // Per flowshare, the weighted flow gets 4 Mbit/s, as the TCP flow.
         assert_eq!(metrics::fairness_index(run), Some(1.0));
         assert!(outcome.emulation.trusted);
+        // One overflow in the 2 s after the warm-up, which caught the
+        // weighted flow only.
+        let episodes = outcome.episodes[0].as_ref().expect("the queue dropped packets");
+        assert_eq!((episodes.per_s, episodes.flows_per_episode), (0.5, 1.0));
+        assert_eq!(episodes.caught_share, vec![1.0, 0.0]);
     }
 
     #[test]

@@ -34,6 +34,7 @@ use flowshare_lab::scorecard::grid::QUEUES;
 use flowshare_lab::scorecard::PRECISION;
 use flowshare_lab::scorecard::TOLERANCE;
 use flowshare_lab::setup::JitterShape;
+use flowshare_lab::setup::Role;
 use serde::Deserialize;
 use serde::Serialize;
 
@@ -201,6 +202,81 @@ struct KeptRun {
     /// before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     machine: Option<MachineHealth>,
+    /// The bottleneck's overflow episodes and whom they caught; absent in
+    /// runs kept before they were recorded and in runs whose queue dropped
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    episodes: Option<RunEpisodes>,
+}
+
+/// A run's overflow episodes at the bottleneck (the grid's paths have one
+/// link), by role: why a connection met more or fewer loss events than
+/// its peers (`crate::episodes`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct RunEpisodes {
+    /// Episodes per second.
+    per_s: f64,
+    /// Mean number of flows an episode dropped packets of.
+    flows_per_episode: f64,
+    /// Share of episodes that caught the weighted connection.
+    weighted_caught_share: f64,
+    /// The same for each standard flow.
+    standard_caught_shares: Vec<f64>,
+}
+
+impl RunEpisodes {
+    fn of(outcome: &crate::results::Outcome) -> Option<RunEpisodes> {
+        let episodes = outcome.episodes.first()?.as_ref()?;
+        let of_role = |role: Role| -> Vec<f64> {
+            outcome
+                .run
+                .connections
+                .iter()
+                .zip(&episodes.caught_share)
+                .filter(|(connection, _)| connection.role == role)
+                .map(|(_, &share)| share)
+                .collect()
+        };
+        let weighted = of_role(Role::Weighted);
+        Some(RunEpisodes {
+            per_s: episodes.per_s,
+            flows_per_episode: episodes.flows_per_episode,
+            weighted_caught_share: weighted.iter().sum::<f64>() / weighted.len().max(1) as f64,
+            standard_caught_shares: of_role(Role::Standard),
+        })
+    }
+}
+
+/// The file in the output directory with every run's overflow episodes
+/// beside its fairness index and loss event rates, a row per run.
+const EPISODES_FILE: &str = "episodes.csv";
+
+/// `episodes.csv` of `runs` (cell, seed, sample, episodes), ordered by
+/// cell and seed.
+fn episodes_csv(runs: &mut [(String, u64, Option<Sample>, RunEpisodes)]) -> String {
+    runs.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut csv = String::from(
+        "cell,seed,trusted,fairness_index,loss_event_rate_weighted_over_standard,episodes_per_s,flows_dropped_per_episode,weighted_caught_share,standard_caught_shares\n",
+    );
+    for (cell, seed, sample, episodes) in runs.iter() {
+        let (trusted, fairness_index, loss_ratio) = match sample {
+            Some(sample) => (
+                sample.trusted.to_string(),
+                format!("{:.4}", sample.fairness_index),
+                format!("{:.3}", sample.weighted_loss_event_rate / sample.standard_loss_event_rate),
+            ),
+            None => Default::default(),
+        };
+        let standard: Vec<String> = episodes.standard_caught_shares.iter().map(|share| format!("{share:.3}")).collect();
+        csv += &format!(
+            "{cell},{seed},{trusted},{fairness_index},{loss_ratio},{:.3},{:.2},{:.3},{}\n",
+            episodes.per_s,
+            episodes.flows_per_episode,
+            episodes.weighted_caught_share,
+            standard.join(" ")
+        );
+    }
+    csv
 }
 
 /// How well a run's machine kept up, kept beside its sample: the same cell
@@ -312,6 +388,9 @@ struct Progress {
     first_failure: Option<String>,
     /// The machine's health in every run with a result, kept ones included.
     machine: Vec<MachineHealth>,
+    /// Every run's overflow episodes (cell, seed, sample, episodes), kept
+    /// ones included where they recorded them.
+    episodes: Vec<(String, u64, Option<Sample>, RunEpisodes)>,
 }
 
 /// Runs the campaign through the testbed, `execution.jobs` runs at a time;
@@ -356,10 +435,13 @@ pub fn run(
                         case.name,
                         job.seed
                     );
-                    samples[k] = Some(kept.sample);
                     let mut progress = lock();
                     progress.succeeded += 1;
                     progress.machine.extend(kept.machine);
+                    if let Some(episodes) = kept.episodes {
+                        progress.episodes.push((case.name.clone(), job.seed, kept.sample, episodes));
+                    }
+                    samples[k] = Some(kept.sample);
                     continue;
                 }
             }
@@ -410,13 +492,23 @@ pub fn run(
                         let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
                         let sample = Sample::of(&outcome.run, outcome.emulation.trusted && quiet);
                         let machine = MachineHealth::of(&outcome.emulation);
+                        let episodes = RunEpisodes::of(&outcome);
                         keep_run(
                             dir,
-                            &KeptRun { scenario: scenario.clone(), seed: job.seed, sample, machine: Some(machine) },
+                            &KeptRun {
+                                scenario: scenario.clone(),
+                                seed: job.seed,
+                                sample,
+                                machine: Some(machine),
+                                episodes: episodes.clone(),
+                            },
                         )?;
                         let mut progress = lock();
                         progress.succeeded += 1;
                         progress.machine.push(machine);
+                        if let Some(episodes) = episodes {
+                            progress.episodes.push((case.name.clone(), job.seed, sample, episodes));
+                        }
                         sample
                     }
                     Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
@@ -453,13 +545,16 @@ pub fn run(
         Ok(samples.into_iter().map(Option::flatten).collect())
     };
     let scorecard = campaign.run(&mut execute)?;
-    let progress = progress.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut progress = progress.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
     let cells = scorecard.groups.iter().flat_map(|group| group.all_cells());
     let (runs, untrusted) =
         cells.fold((0, 0), |(runs, untrusted), cell| (runs + cell.seeds, untrusted + cell.untrusted));
     let machine_line = machine_line(&progress.machine, runs, untrusted);
     eprintln!("[scorecard] this machine: {machine_line}");
     report::write_file(out, MACHINE_FILE, &(machine_line + "\n"))?;
+    if !progress.episodes.is_empty() {
+        report::write_file(out, EPISODES_FILE, &episodes_csv(&mut progress.episodes))?;
+    }
     match progress.first_failure {
         // Nothing to judge: a scorecard of empty cells would hide why.
         Some(failure) if progress.succeeded == 0 => Err(format!("every run failed; the first: {failure}")),
@@ -517,15 +612,22 @@ mod tests {
             trusted: false,
         };
         let machine = MachineHealth { ns3_cpu_wait_us: Some(41.5), max_lag_ms: Some(12.25) };
+        let episodes = RunEpisodes {
+            per_s: 1.25,
+            flows_per_episode: 3.2,
+            weighted_caught_share: 0.4,
+            standard_caught_shares: vec![0.7, 0.65, 0.6, 0.62],
+        };
         let kept = KeptRun {
             scenario: "scenario".into(),
             seed: 16490336266968443936,
             sample: Some(sample),
             machine: Some(machine),
+            episodes: Some(episodes.clone()),
         };
         keep_run(&dir, &kept).expect("kept");
         let taken = kept_run(&dir, "scenario", 16490336266968443936).expect("read").expect("kept");
-        assert_eq!((taken.sample, taken.machine), (Some(sample), Some(machine)));
+        assert_eq!((taken.sample, taken.machine, taken.episodes), (Some(sample), Some(machine), Some(episodes)));
         for (scenario, seed) in [("another scenario", 16490336266968443936), ("scenario", 7)] {
             let error = kept_run(&dir, scenario, seed).expect_err("another run's");
             assert!(error.contains("is a run of another scenario or seed"), "{error}");
@@ -547,7 +649,7 @@ mod tests {
             "standard_loss_event_rate": 0.0019, "utilization": 0.997, "trusted": true}}"#;
         std::fs::write(dir.join(KEPT_RUN), old).expect("written");
         let taken = kept_run(&dir, "s", 3).expect("read").expect("kept");
-        assert_eq!(taken.machine, None);
+        assert_eq!((taken.machine, taken.episodes), (None, None));
         assert_eq!(taken.sample.map(|sample| sample.fairness_index), Some(1.1));
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
@@ -562,6 +664,39 @@ mod tests {
              largest lag per run 9-101 ms (median 12) (3 of the runs recorded the machine)"
         );
         assert_eq!(machine_line(&[], 2, 0), "0 of 2 runs untrusted (0 of the runs recorded the machine)");
+    }
+
+    #[test]
+    fn the_episodes_file_has_a_row_per_run_in_cell_and_seed_order() {
+        let sample = |fairness_index| Sample {
+            fairness_index,
+            weighted_loss_event_rate: 0.001,
+            standard_loss_event_rate: 0.002,
+            utilization: 0.998,
+            trusted: true,
+        };
+        let episodes = |weighted| RunEpisodes {
+            per_s: 1.2,
+            flows_per_episode: 3.05,
+            weighted_caught_share: weighted,
+            standard_caught_shares: vec![0.7, 0.6],
+        };
+        let mut runs = vec![
+            ("b".to_string(), 2, Some(sample(1.5)), episodes(0.35)),
+            ("a".to_string(), 9, None, episodes(0.5)),
+            ("b".to_string(), 1, Some(sample(1.25)), episodes(0.4)),
+        ];
+        let csv = episodes_csv(&mut runs);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].starts_with("cell,seed,trusted,fairness_index,"), "{}", lines[0]);
+        assert_eq!(
+            &lines[1..],
+            [
+                "a,9,,,,1.200,3.05,0.500,0.700 0.600",
+                "b,1,true,1.2500,0.500,1.200,3.05,0.400,0.700 0.600",
+                "b,2,true,1.5000,0.500,1.200,3.05,0.350,0.700 0.600"
+            ]
+        );
     }
 
     /// Without `--controllers` the campaign runs the grid the READMEs'
