@@ -238,32 +238,47 @@ impl RunEpisodes {
                 .collect()
         };
         let weighted = of_role(Role::Weighted);
+        if weighted.is_empty() {
+            return None;
+        }
         Some(RunEpisodes {
             per_s: episodes.per_s,
             flows_per_episode: episodes.flows_per_episode,
-            weighted_caught_share: weighted.iter().sum::<f64>() / weighted.len().max(1) as f64,
+            weighted_caught_share: weighted.iter().sum::<f64>() / weighted.len() as f64,
             standard_caught_shares: of_role(Role::Standard),
         })
     }
+}
+
+/// A row of `episodes.csv`: one run's episodes beside its sample.
+#[derive(Debug)]
+struct EpisodesRow {
+    cell: String,
+    seed: u64,
+    /// `None`: a role had no throughput.
+    sample: Option<Sample>,
+    episodes: RunEpisodes,
 }
 
 /// The file in the output directory with every run's overflow episodes
 /// beside its fairness index and loss event rates, a row per run.
 const EPISODES_FILE: &str = "episodes.csv";
 
-/// `episodes.csv` of `runs` (cell, seed, sample, episodes), ordered by
-/// cell and seed.
-fn episodes_csv(runs: &mut [(String, u64, Option<Sample>, RunEpisodes)]) -> String {
-    runs.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+/// `episodes.csv` of `runs`, ordered by cell and seed.
+fn episodes_csv(runs: &mut [EpisodesRow]) -> String {
+    runs.sort_by(|a, b| (&a.cell, a.seed).cmp(&(&b.cell, b.seed)));
     let mut csv = String::from(
         "cell,seed,trusted,fairness_index,loss_event_rate_weighted_over_standard,episodes_per_s,flows_dropped_per_episode,weighted_caught_share,standard_caught_shares\n",
     );
-    for (cell, seed, sample, episodes) in runs.iter() {
+    for EpisodesRow { cell, seed, sample, episodes } in runs.iter() {
         let (trusted, fairness_index, loss_ratio) = match sample {
             Some(sample) => (
                 sample.trusted.to_string(),
                 format!("{:.4}", sample.fairness_index),
-                format!("{:.3}", sample.weighted_loss_event_rate / sample.standard_loss_event_rate),
+                // Empty where the standard flows met no loss event.
+                Some(sample.weighted_loss_event_rate / sample.standard_loss_event_rate)
+                    .filter(|ratio| ratio.is_finite())
+                    .map_or(String::new(), |ratio| format!("{ratio:.3}")),
             ),
             None => Default::default(),
         };
@@ -388,9 +403,9 @@ struct Progress {
     first_failure: Option<String>,
     /// The machine's health in every run with a result, kept ones included.
     machine: Vec<MachineHealth>,
-    /// Every run's overflow episodes (cell, seed, sample, episodes), kept
-    /// ones included where they recorded them.
-    episodes: Vec<(String, u64, Option<Sample>, RunEpisodes)>,
+    /// Every run's overflow episodes, kept ones included where they
+    /// recorded them.
+    episodes: Vec<EpisodesRow>,
 }
 
 /// Runs the campaign through the testbed, `execution.jobs` runs at a time;
@@ -439,7 +454,8 @@ pub fn run(
                     progress.succeeded += 1;
                     progress.machine.extend(kept.machine);
                     if let Some(episodes) = kept.episodes {
-                        progress.episodes.push((case.name.clone(), job.seed, kept.sample, episodes));
+                        let (cell, seed, sample) = (case.name.clone(), job.seed, kept.sample);
+                        progress.episodes.push(EpisodesRow { cell, seed, sample, episodes });
                     }
                     samples[k] = Some(kept.sample);
                     continue;
@@ -507,7 +523,8 @@ pub fn run(
                         progress.succeeded += 1;
                         progress.machine.push(machine);
                         if let Some(episodes) = episodes {
-                            progress.episodes.push((case.name.clone(), job.seed, sample, episodes));
+                            let (cell, seed) = (case.name.clone(), job.seed);
+                            progress.episodes.push(EpisodesRow { cell, seed, sample, episodes });
                         }
                         sample
                     }
@@ -681,10 +698,13 @@ mod tests {
             weighted_caught_share: weighted,
             standard_caught_shares: vec![0.7, 0.6],
         };
+        let row = |cell: &str, seed, sample, episodes| EpisodesRow { cell: cell.into(), seed, sample, episodes };
+        let no_standard_loss = Sample { standard_loss_event_rate: 0.0, ..sample(0.9) };
         let mut runs = vec![
-            ("b".to_string(), 2, Some(sample(1.5)), episodes(0.35)),
-            ("a".to_string(), 9, None, episodes(0.5)),
-            ("b".to_string(), 1, Some(sample(1.25)), episodes(0.4)),
+            row("b", 2, Some(sample(1.5)), episodes(0.35)),
+            row("a", 9, None, episodes(0.5)),
+            row("b", 1, Some(sample(1.25)), episodes(0.4)),
+            row("c", 1, Some(no_standard_loss), episodes(0.2)),
         ];
         let csv = episodes_csv(&mut runs);
         let lines: Vec<&str> = csv.lines().collect();
@@ -694,7 +714,8 @@ mod tests {
             [
                 "a,9,,,,1.200,3.05,0.500,0.700 0.600",
                 "b,1,true,1.2500,0.500,1.200,3.05,0.400,0.700 0.600",
-                "b,2,true,1.5000,0.500,1.200,3.05,0.350,0.700 0.600"
+                "b,2,true,1.5000,0.500,1.200,3.05,0.350,0.700 0.600",
+                "c,1,true,0.9000,,1.200,3.05,0.200,0.700 0.600"
             ]
         );
     }
