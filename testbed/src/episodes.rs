@@ -40,18 +40,18 @@ pub fn find(drops: &[Vec<u64>], bin_s: f64) -> Option<Episodes> {
     if bins == 0 || bin_s <= 0.0 {
         return None;
     }
-    let dropped_in = |bin: usize| drops.iter().any(|flow| flow.get(bin).is_some_and(|&n| n > 0));
+    let dropped = |flow: &Vec<u64>, bin: usize| flow.get(bin).is_some_and(|&n| n > 0);
     // Per episode, whether it caught each flow.
     let mut episodes: Vec<Vec<bool>> = Vec::new();
     let mut last_drop: Option<usize> = None;
-    for bin in (0..bins).filter(|&bin| dropped_in(bin)) {
+    for bin in (0..bins).filter(|&bin| drops.iter().any(|flow| dropped(flow, bin))) {
         let continues = last_drop.is_some_and(|last| bin - last <= MERGE_GAP_BINS + 1);
         if !continues {
             episodes.push(vec![false; drops.len()]);
         }
         if let Some(caught) = episodes.last_mut() {
             for (flow, caught) in drops.iter().zip(caught.iter_mut()) {
-                *caught |= flow.get(bin).is_some_and(|&n| n > 0);
+                *caught |= dropped(flow, bin);
             }
         }
         last_drop = Some(bin);

@@ -408,6 +408,19 @@ struct Progress {
     episodes: Vec<EpisodesRow>,
 }
 
+impl Progress {
+    /// Counts a run with a result of `cell`, kept from an earlier
+    /// invocation or just run, and gives back its sample.
+    fn record(&mut self, cell: &str, kept: KeptRun) -> Option<Sample> {
+        self.succeeded += 1;
+        self.machine.extend(kept.machine);
+        if let Some(episodes) = kept.episodes {
+            self.episodes.push(EpisodesRow { cell: cell.to_string(), seed: kept.seed, sample: kept.sample, episodes });
+        }
+        kept.sample
+    }
+}
+
 /// Runs the campaign through the testbed, `execution.jobs` runs at a time;
 /// each run's files go under `out/runs/`. With `execution.resume`, a run an
 /// earlier invocation finished in the same directory (same scenario and
@@ -450,14 +463,7 @@ pub fn run(
                         case.name,
                         job.seed
                     );
-                    let mut progress = lock();
-                    progress.succeeded += 1;
-                    progress.machine.extend(kept.machine);
-                    if let Some(episodes) = kept.episodes {
-                        let (cell, seed, sample) = (case.name.clone(), job.seed, kept.sample);
-                        progress.episodes.push(EpisodesRow { cell, seed, sample, episodes });
-                    }
-                    samples[k] = Some(kept.sample);
+                    samples[k] = Some(lock().record(&case.name, kept));
                     continue;
                 }
             }
@@ -507,26 +513,15 @@ pub fn run(
                     Ok((outcome, summary, _)) => {
                         let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
                         let sample = Sample::of(&outcome.run, outcome.emulation.trusted && quiet);
-                        let machine = MachineHealth::of(&outcome.emulation);
-                        let episodes = RunEpisodes::of(&outcome);
-                        keep_run(
-                            dir,
-                            &KeptRun {
-                                scenario: scenario.clone(),
-                                seed: job.seed,
-                                sample,
-                                machine: Some(machine),
-                                episodes: episodes.clone(),
-                            },
-                        )?;
-                        let mut progress = lock();
-                        progress.succeeded += 1;
-                        progress.machine.push(machine);
-                        if let Some(episodes) = episodes {
-                            let (cell, seed) = (case.name.clone(), job.seed);
-                            progress.episodes.push(EpisodesRow { cell, seed, sample, episodes });
-                        }
-                        sample
+                        let kept = KeptRun {
+                            scenario: scenario.clone(),
+                            seed: job.seed,
+                            sample,
+                            machine: Some(MachineHealth::of(&outcome.emulation)),
+                            episodes: RunEpisodes::of(&outcome),
+                        };
+                        keep_run(dir, &kept)?;
+                        lock().record(&case.name, kept)
                     }
                     Err(error) if interrupted.load(Ordering::Relaxed) => return Err(error),
                     Err(error) => {
