@@ -82,6 +82,17 @@ enum TestbedCommand {
         /// The run's directory (with summary.json and qlog/).
         dir: PathBuf,
     },
+    /// Per cell, its standard flows' rate and the weighted connection's
+    /// over RFC 5348's equation at the standard flows' loss event rate,
+    /// and over the control which of the two moved the cell (every
+    /// summary.json under a run's, a campaign's or a measured directory).
+    Equation {
+        /// A run's directory, a campaign's --out, or a measured directory.
+        dir: PathBuf,
+        /// t_RTO in the equation, in RTTs (RFC 5348's TFRC: 4).
+        #[arg(long, default_value_t = crate::equation::DEFAULT_T_RTO_RTTS)]
+        t_rto: f64,
+    },
 }
 
 /// Which scenario, and the options of the built-ins.
@@ -187,6 +198,10 @@ pub fn run(args: TestbedArgs) -> Result<(), String> {
         }
         TestbedCommand::Windows { dir } => {
             print!("{}", crate::windows::report(&dir)?);
+            Ok(())
+        }
+        TestbedCommand::Equation { dir, t_rto } => {
+            print!("{}", crate::equation::report(&dir, t_rto)?);
             Ok(())
         }
     }

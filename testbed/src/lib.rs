@@ -29,6 +29,7 @@ pub mod cli;
 pub mod emulator;
 pub mod endpoints;
 pub mod episodes;
+pub mod equation;
 pub mod netns;
 pub mod process;
 pub mod requirements;
