@@ -39,6 +39,7 @@ use serde_json::Value;
 use flowshare_controllers::equations::TcpEquation;
 use flowshare_lab::report::Table;
 use flowshare_lab::scorecard::card::Estimate;
+use flowshare_lab::scorecard::grid::group_of_scenario;
 
 /// Bytes of a full quiche datagram at the bottleneck: 1350 bytes of UDP
 /// payload (`quic::pacing::MAX_DATAGRAM_SIZE`) and 28 of IPv4 and UDP
@@ -176,12 +177,6 @@ fn summaries(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-/// A cell of a scorecard campaign (`scorecard GROUP n=N`) and its group;
-/// any other scenario is a group of its own.
-fn group_of(scenario: &str) -> &str {
-    scenario.rsplit_once(" n=").map_or(scenario, |(group, _)| group)
-}
-
 /// The runs of one scenario.
 #[derive(Default)]
 struct Cell {
@@ -226,16 +221,14 @@ pub fn report(dir: &Path, t_rto: f64) -> Result<String, String> {
         };
         let cell = cells.entry(summary["scenario"].as_str().unwrap_or("(unnamed)").to_string()).or_default();
         cell.runs.push(run);
-        let trusted = summary["metrics"]["testbed"]["emulation"]["trusted"].as_bool().unwrap_or(true)
-            && summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
-        cell.untrusted += usize::from(!trusted);
+        cell.untrusted += usize::from(!crate::results::trusted(&summary));
     }
     if cells.is_empty() {
         return Err(format!("no run under {} has both a weighted and a standard flow with loss", dir.display()));
     }
     // Within a group, the control first and then by weight.
     let mut order: Vec<(&str, &String, &Cell)> =
-        cells.iter().map(|(name, cell)| (group_of(name), name, cell)).collect();
+        cells.iter().map(|(name, cell)| (group_of_scenario(name), name, cell)).collect();
     order.sort_by(|a, b| {
         let key = |w: f64| if w == 1.0 { f64::NEG_INFINITY } else { w };
         a.0.cmp(b.0).then(key(a.2.weight()).total_cmp(&key(b.2.weight())))

@@ -318,6 +318,14 @@ pub fn outcome(plan: &Plan, measured: &Measurements) -> Outcome {
     }
 }
 
+/// Whether a run's `summary.json` says it can be trusted: its emulation
+/// kept real time and it started on a quiet machine (either missing, as
+/// in runs from before they were recorded, counts as yes).
+pub fn trusted(summary: &Value) -> bool {
+    let testbed = &summary["metrics"]["testbed"];
+    testbed["emulation"]["trusted"].as_bool().unwrap_or(true) && testbed["load_gate"]["quiet"].as_bool().unwrap_or(true)
+}
+
 /// The table of a run: the lab's columns, with the transport, the
 /// endpoint goodput and the emulation's health added.
 pub fn table(plan: &Plan, outcome: &Outcome) -> String {
@@ -598,6 +606,16 @@ path = ["b"]
         // over the 3 measured seconds.
         let goodput = outcome.goodput_bps[0].unwrap();
         assert!((goodput - 3_125_000.0 * 8.0 / 3.0).abs() < 1.0, "{goodput}");
+    }
+
+    /// The scorecard's samples and `testbed equation` both read this.
+    #[test]
+    fn a_summary_is_trusted_when_the_emulation_kept_up_and_the_machine_was_quiet() {
+        let summary = |trusted: bool, quiet: bool| json!({"metrics": {"testbed": {"emulation": {"trusted": trusted}, "load_gate": {"quiet": quiet}}}});
+        assert!(trusted(&summary(true, true)));
+        assert!(!trusted(&summary(false, true)));
+        assert!(!trusted(&summary(true, false)));
+        assert!(trusted(&json!({"metrics": {}})), "runs from before either was recorded count");
     }
 
     #[test]

@@ -511,8 +511,7 @@ pub fn run(
                 );
                 let sample = match crate::cli::run_case(case, job.seed, dir, machine, &budget, interrupted) {
                     Ok((outcome, summary, _)) => {
-                        let quiet = summary["metrics"]["testbed"]["load_gate"]["quiet"].as_bool().unwrap_or(true);
-                        let sample = Sample::of(&outcome.run, outcome.emulation.trusted && quiet);
+                        let sample = Sample::of(&outcome.run, crate::results::trusted(&summary));
                         let kept = KeptRun {
                             scenario: scenario.clone(),
                             seed: job.seed,

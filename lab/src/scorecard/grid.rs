@@ -130,6 +130,18 @@ pub fn has_separate_reference(n: f64) -> bool {
     n >= 2.0 && n.fract() == 0.0
 }
 
+/// What precedes a cell's weight in its scenario's name
+/// (`scorecard KEY n=N`, [`Group::scenario`]).
+const WEIGHT_IN_NAME: &str = " n=";
+
+/// The group's part of a scorecard scenario's name, `scorecard KEY` of
+/// `scorecard KEY n=N`, which a group's control and weighted cells share;
+/// a name without a weight (N separate connections', or another
+/// scenario's) is its own group.
+pub fn group_of_scenario(name: &str) -> &str {
+    name.rsplit_once(WEIGHT_IN_NAME).map_or(name, |(group, _)| group)
+}
+
 impl Group {
     /// `controller/peer/path/queue`: the group's key in tables and files.
     pub fn key(&self) -> String {
@@ -177,7 +189,7 @@ impl Group {
             .with_buffer_bdp(queue.buffer_bdp, self.path.rtt_ms);
         let name = match cell {
             Cell::Separate(n) => format!("scorecard {} {n} separate", self.key()),
-            cell => format!("scorecard {} n={}", self.key(), cell.weight()),
+            cell => format!("scorecard {}{WEIGHT_IN_NAME}{}", self.key(), cell.weight()),
         };
         let weighted = FlowConfig::bulk(&spec.to_string(), controller_flows, &[BOTTLENECK]).with_role(Role::Weighted);
         let weighted = access.apply(weighted);
@@ -281,6 +293,22 @@ mod tests {
         assert_eq!(flows(Cell::Weight(8.0)), (1, 192, "pa-multcp:n=8".into()));
         assert_eq!(flows(Cell::Weight(0.5)), (1, 199, "pa-multcp:n=0.5".into()));
         assert_eq!(flows(Cell::Separate(8.0)), (8, 192, "pa-multcp:n=1".into()));
+    }
+
+    /// The control and the weighted cells of a group name the same group;
+    /// N separate connections, which have no weight in their name, are
+    /// their own.
+    #[test]
+    fn a_scenario_name_gives_back_its_group() {
+        let group = group(Flows::Standard(4));
+        let name = |cell| {
+            group.scenario(cell, 2.0, LAB_ACCESS, &|count| Ok(lab_peers("cubic", count, LAB_ACCESS))).unwrap().name
+        };
+        let expected = format!("scorecard {}", group.key());
+        assert_eq!(group_of_scenario(&name(Cell::Control)), expected);
+        assert_eq!(group_of_scenario(&name(Cell::Weight(0.5))), expected);
+        let separate = name(Cell::Separate(8.0));
+        assert_eq!(group_of_scenario(&separate), separate);
     }
 
     #[test]
