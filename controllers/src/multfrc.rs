@@ -67,7 +67,7 @@
 //!   * after it: `X = max(min(X_calc, 2 X_recv), s / t_mbi)`, where
 //!     `X_calc` is the equation's rate for `p`, `j`, `R` (below),
 //!     `t_RTO = t_rto R` and `b`, times `s`. RFC 5348 sets `t_rto` = 4;
-//!     the default is 1.25 ([`MulTfrcConfig::DEFAULT_T_RTO`] says why), and
+//!     the default is 2 ([`MulTfrcConfig::DEFAULT_T_RTO`] says why), and
 //!     the paper reproductions keep 4.
 //! * **RTT `R`**: the host's smoothed RTT without the samples that spanned
 //!   a silence. After an outage the first acknowledgement acknowledges

@@ -116,15 +116,15 @@ fn first_loss_seeds_the_history_so_the_equation_gives_the_receive_rate() {
 
 #[test]
 fn t_rto_sets_the_timeout_the_equation_charges() {
-    // The same receive rate through an equation whose timeouts cost 1.25R
-    // (the default) instead of RFC 5348's 4R: the seed is the higher loss
+    // The same receive rate through an equation whose timeouts cost the
+    // default's 2R instead of RFC 5348's 4R: the seed is the higher loss
     // event rate that gives it.
     let host = after_first_loss("multfrc:n=1");
     let snapshot = host.controller.snapshot();
     let equation = crate::equations::MulTfrcEquation {
         n: 1.0,
         rtt: 0.1,
-        rto: 0.125,
+        rto: MulTfrcConfig::DEFAULT_T_RTO * 0.1,
         b: 1.0,
         losses_per_event: 1.0,
         flows_hit_below: IMPROVED_FLOWS_HIT_BELOW,
