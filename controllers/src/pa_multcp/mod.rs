@@ -101,13 +101,21 @@
 //!   ([`WindowLoop::set_cap`]). N' is what the adjusting loop targets (next
 //!   section). Slow start is standard: once `p` is known the cap ends it.
 //! * **Packet assignment** (section 4.3): the congestion window is the sum of
-//!   both loops' windows. A loop is *open* while its own bytes in flight are
-//!   below its window. Each packet is assigned when the host reports it sent:
+//!   the whole packets in both loops' windows. A loop is *open* while its
+//!   own bytes in flight are below its window by at least the packet. A
+//!   separate flow in quiche or Linux TCP keeps whole packets in its window;
+//!   a probe that took a packet whenever a byte of its window was free kept
+//!   half a packet more and measured more than a flowshare, and a
+//!   connection window that summed the loops' fractions let the host send
+//!   packets neither loop had room for (lab/README.md, the scorecard).
+//!   Each packet is assigned when the host reports it sent:
 //!   *consecutive* (the paper's) keeps sending on the loop of the previous packet
 //!   until it is closed, then switches; *interleave* (`assign=interleave`)
-//!   alternates while both are open. A packet the host sends with both loops
-//!   closed (a PTO probe) goes to the probe loop: a standard flow would send
-//!   it too, and its fate belongs in what the probe measures. The loop of
+//!   alternates while both are open. A packet the host sends with neither
+//!   loop open goes to the adjusting loop while that has any room left
+//!   (the remainders made room for it), and with the adjusting loop full
+//!   (a PTO probe) to the probe loop: a standard flow would send it too,
+//!   and its fate belongs in what the probe measures. The loop of
 //!   every packet in flight is remembered, so its acknowledgement or loss
 //!   goes back to the loop that sent it; recovery periods are per loop. If
 //!   the host reports nothing in flight while packets are still recorded
@@ -531,9 +539,19 @@ impl Controller for PaMulTcp {
         }
         self.largest_sent = Some(packet.number);
         self.app_limited.on_sent(packet.number);
-        let probe_open = (self.probe_in_flight as f64) < self.probe.window();
-        let adjusting_open =
-            self.config.has_adjusting_loop() && (self.adjusting_in_flight as f64) < self.adjusting.window();
+        // A loop is open while a whole packet fits in what its window
+        // leaves, as a standard flow's does in quiche and Linux TCP.
+        let whole = packet.bytes as f64;
+        let probe_room = self.probe.window() - self.probe_in_flight as f64;
+        let adjusting_room = self.adjusting.window() - self.adjusting_in_flight as f64;
+        let probe_open = probe_room >= whole;
+        let adjusting_open = self.config.has_adjusting_loop() && adjusting_room >= whole;
+        // With neither open and the adjusting loop not full, the remainders
+        // made room for this packet: it belongs to the adjusting loop, so
+        // that the probe keeps whole packets as the flow it stands for
+        // would. (The sample counts every loop as having room.)
+        let remainders =
+            self.config.has_adjusting_loop() && self.config.assignment != Assignment::Sample && adjusting_room > 0.0;
         let probe_due = match self.config.assignment {
             _ if !self.config.has_adjusting_loop() => true,
             Assignment::Clock => self.probe_next.is_none_or(|due| packet.time >= due),
@@ -544,7 +562,10 @@ impl Controller for PaMulTcp {
             // Runs and alternation do not ask.
             Assignment::Consecutive | Assignment::Interleave => true,
         };
-        let owner = assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due);
+        let owner = match assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due) {
+            Loop::Probe if !probe_open && !adjusting_open && remainders => Loop::Adjusting,
+            owner => owner,
+        };
         if owner == Loop::Probe && self.config.assignment == Assignment::Clock {
             // A separate flow with the probe's window paces its next packet
             // this far behind.
@@ -648,7 +669,9 @@ impl Controller for PaMulTcp {
     }
 
     fn congestion_window(&self) -> usize {
-        (self.probe.window() + self.adjusting_window()) as usize
+        let mss = self.max_datagram_size.max(1) as f64;
+        let whole = |window: f64| (window / mss).floor() * mss;
+        (whole(self.probe.window()) + whole(self.adjusting_window())) as usize
     }
 
     fn pacing_rate(&self) -> Option<u64> {
