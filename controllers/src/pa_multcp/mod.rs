@@ -111,11 +111,12 @@
 //!   Each packet is assigned when the host reports it sent:
 //!   *consecutive* (the paper's) keeps sending on the loop of the previous packet
 //!   until it is closed, then switches; *interleave* (`assign=interleave`)
-//!   alternates while both are open. A packet the host sends with neither
-//!   loop open goes to the adjusting loop while that has any room left
-//!   (the remainders made room for it), and with the adjusting loop full
-//!   (a PTO probe) to the probe loop: a standard flow would send it too,
-//!   and its fate belongs in what the probe measures. The loop of
+//!   alternates while both are open. When the probe has no whole packet of
+//!   room, the adjusting loop counts as open while it has any room left
+//!   (the remainders made room for the packet). A packet the host sends
+//!   with both loops full (a PTO probe) goes to the probe loop: a standard
+//!   flow would send it too, and its fate belongs in what the probe
+//!   measures. The loop of
 //!   every packet in flight is remembered, so its acknowledgement or loss
 //!   goes back to the loop that sent it; recovery periods are per loop. If
 //!   the host reports nothing in flight while packets are still recorded
@@ -545,13 +546,12 @@ impl Controller for PaMulTcp {
         let probe_room = self.probe.window() - self.probe_in_flight as f64;
         let adjusting_room = self.adjusting.window() - self.adjusting_in_flight as f64;
         let probe_open = probe_room >= whole;
-        let adjusting_open = self.config.has_adjusting_loop() && adjusting_room >= whole;
-        // With neither open and the adjusting loop not full, the remainders
-        // made room for this packet: it belongs to the adjusting loop, so
-        // that the probe keeps whole packets as the flow it stands for
-        // would. (The sample counts every loop as having room.)
-        let remainders =
-            self.config.has_adjusting_loop() && self.config.assignment != Assignment::Sample && adjusting_room > 0.0;
+        // When the probe has no whole packet of room, the adjusting loop
+        // takes the packet while it has any room: the remainders made room
+        // for it, and the probe keeps whole packets as the flow it stands
+        // for would.
+        let adjusting_open =
+            self.config.has_adjusting_loop() && (adjusting_room >= whole || (!probe_open && adjusting_room > 0.0));
         let probe_due = match self.config.assignment {
             _ if !self.config.has_adjusting_loop() => true,
             Assignment::Clock => self.probe_next.is_none_or(|due| packet.time >= due),
@@ -562,10 +562,7 @@ impl Controller for PaMulTcp {
             // Runs and alternation do not ask.
             Assignment::Consecutive | Assignment::Interleave => true,
         };
-        let owner = match assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due) {
-            Loop::Probe if !probe_open && !adjusting_open && remainders => Loop::Adjusting,
-            owner => owner,
-        };
+        let owner = assign(self.config.assignment, self.last_loop, probe_open, adjusting_open, probe_due);
         if owner == Loop::Probe && self.config.assignment == Assignment::Clock {
             // A separate flow with the probe's window paces its next packet
             // this far behind.
