@@ -27,7 +27,8 @@
 //! window loop), [`flow_windows`] (a window for each flow a connection
 //! stands for), [`pacing`] (spacing a weighted connection's packets as
 //! its flows would arrive), [`ack_delay`] (letting out what its flows'
-//! delayed acknowledgements would), [`loss_intervals`] (TFRC's loss event rate, measured on the
+//! delayed acknowledgements would), [`whole_packets`] (holding back the
+//! remainders of the flows it stands for), [`loss_intervals`] (TFRC's loss event rate, measured on the
 //! sender), [`thinning`] (what a sender below one flowshare answers),
 //! [`equations`] (the TCP and n-flow throughput equations, CUBIC's window
 //! and response functions).
@@ -67,6 +68,7 @@ pub mod thinning;
 pub mod time;
 pub mod trace;
 pub mod virtual_flows;
+pub mod whole_packets;
 pub mod window;
 
 pub use controller::AckedPacket;

@@ -100,6 +100,14 @@
 //! on RED queues in the lab scorecard). The constants derived above, for
 //! one decrease per event, stay selectable as `decrease=paper`.
 //!
+//! # Whole packets (`whole_packets=flows`, the default)
+//!
+//! Outside slow start the connection lets out `(N - 1) / 2` packets less
+//! than its window: each of N flows would keep half a packet of its window
+//! unsent on average, where the one window's host keeps one such remainder
+//! ([`crate::whole_packets`]). `whole_packets=paper` lets out the whole
+//! window.
+//!
 //! # Below one flowshare, 0.01 <= N < 1
 //!
 //! `β_N` above would back off harder than one flow, and is negative for
@@ -168,6 +176,8 @@ use crate::thinning::Thinning;
 use crate::thinning::YieldBy;
 use crate::thinning::THINNINGS;
 use crate::thinning::YIELD_BYS;
+use crate::whole_packets::WholePackets;
+use crate::whole_packets::WHOLE_PACKETS;
 use crate::window::Decrease;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
@@ -190,6 +200,8 @@ pub struct MulCubicConfig {
     /// Whether the window lets out only what its flows' delayed
     /// acknowledgements would.
     pub ack_delay: AckDelay,
+    /// Whether the window holds back the remainders of its flows.
+    pub whole_packets: WholePackets,
     /// How the window gives up the rest of a flow's share below one
     /// flowshare.
     pub yield_by: YieldBy,
@@ -209,6 +221,7 @@ impl MulCubicConfig {
                 pacing: Pacing::DEFAULT,
                 thinning: Thinning::Undo,
                 ack_delay: AckDelay::DEFAULT,
+                whole_packets: WholePackets::DEFAULT,
                 yield_by: MulCubicConfig::DEFAULT_YIELD_BY,
             })
         } else {
@@ -251,6 +264,7 @@ impl MulCubicConfig {
             pacing: self.pacing,
             thinning: self.thinning,
             ack_delay: self.ack_delay,
+            whole_packets: self.whole_packets,
             yield_by: self.yield_by,
             ..MulCubicConfig::new(n)?
         })
@@ -266,8 +280,9 @@ impl AlgorithmConfig for MulCubicConfig {
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
+        let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(MulCubicConfig::DEFAULT_YIELD_BY);
-        Ok(MulCubicConfig { decrease, pacing, thinning, ack_delay, yield_by, ..config })
+        Ok(MulCubicConfig { decrease, pacing, thinning, ack_delay, whole_packets, yield_by, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -297,6 +312,9 @@ impl fmt::Display for MulCubicConfig {
         }
         if self.ack_delay != AckDelay::DEFAULT {
             write!(f, ",ack_delay={}", self.ack_delay.name())?;
+        }
+        if self.whole_packets != WholePackets::DEFAULT {
+            write!(f, ",whole_packets={}", self.whole_packets.name())?;
         }
         if self.yield_by != MulCubicConfig::DEFAULT_YIELD_BY {
             write!(f, ",yield_by={}", self.yield_by.name())?;
@@ -344,6 +362,10 @@ impl WindowAlgorithm<CubicWindow> for MulCubicAlgorithm {
 
     fn ack_delay(&self) -> AckDelay {
         self.config.ack_delay
+    }
+
+    fn whole_packets(&self) -> WholePackets {
+        self.config.whole_packets
     }
 
     fn set_weight(&mut self, window: &mut CubicWindow, weight: f64) -> Result<(), SpecError> {
@@ -724,11 +746,9 @@ mod tests {
             error,
             "invalid controller spec \"mulcubic:n=0\": mulcubic: n = 0 is out of range; accepted range [0.01, 256]"
         );
-        assert!("mulcubic:n=4,a=1"
-            .parse::<Spec>()
-            .unwrap_err()
-            .to_string()
-            .contains("a is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, yield_by)"));
+        assert!("mulcubic:n=4,a=1".parse::<Spec>().unwrap_err().to_string().contains(
+            "a is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, whole_packets, yield_by)"
+        ));
     }
 
     #[test]

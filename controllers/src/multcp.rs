@@ -49,6 +49,11 @@
 //!   event leaves MulTCP(N) with several times its share (paper 000 section
 //!   3.2; the lab measured 1.5 to 6.6 flowshares per unit of N against
 //!   Reno). For N <= 1 the window is one flow and both rules agree.
+//! * **Whole packets** (`whole_packets=flows`, the default): outside slow
+//!   start the window lets out `(N - 1) / 2` packets less than itself, the
+//!   remainders N flows keep unsent where the one window's host keeps one
+//!   ([`crate::whole_packets`]); `whole_packets=paper` lets out the whole
+//!   window.
 //! * **Timeout (persistent congestion)**: the slow start threshold becomes
 //!   `(N - 1/2) / N` of the window (one of N flows halved), the window drops
 //!   to the minimum and slow start begins again with the rapid phase. For
@@ -75,6 +80,8 @@ use crate::thinning::Thinning;
 use crate::thinning::YieldBy;
 use crate::thinning::THINNINGS;
 use crate::thinning::YIELD_BYS;
+use crate::whole_packets::WholePackets;
+use crate::whole_packets::WHOLE_PACKETS;
 use crate::window::Decrease;
 use crate::window::SingleWindow;
 use crate::window::WindowAlgorithm;
@@ -113,6 +120,8 @@ pub struct MulTcpConfig {
     /// Whether the window lets out only what its flows' delayed
     /// acknowledgements would.
     pub ack_delay: AckDelay,
+    /// Whether the window holds back the remainders of its flows.
+    pub whole_packets: WholePackets,
     /// How the default pair gives up the rest of a flow's share below one
     /// flowshare.
     pub yield_by: YieldBy,
@@ -133,6 +142,7 @@ impl MulTcpConfig {
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
             ack_delay: AckDelay::DEFAULT,
+            whole_packets: WholePackets::DEFAULT,
             yield_by: MulTcpConfig::DEFAULT_YIELD_BY,
             choice: PairChoice::Default,
         }
@@ -154,6 +164,7 @@ impl MulTcpConfig {
             pacing: Pacing::DEFAULT,
             thinning: Thinning::Undo,
             ack_delay: AckDelay::DEFAULT,
+            whole_packets: WholePackets::DEFAULT,
             yield_by,
             choice: PairChoice::Default,
         })
@@ -204,6 +215,7 @@ impl MulTcpConfig {
             pacing: self.pacing,
             thinning: self.thinning,
             ack_delay: self.ack_delay,
+            whole_packets: self.whole_packets,
             ..config
         })
     }
@@ -249,9 +261,10 @@ impl AlgorithmConfig for MulTcpConfig {
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
+        let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?;
         let config = MulTcpConfig::pair_from_args(n, yield_by, args)?;
-        Ok(MulTcpConfig { decrease, pacing, thinning, ack_delay, ..config })
+        Ok(MulTcpConfig { decrease, pacing, thinning, ack_delay, whole_packets, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -323,6 +336,9 @@ impl fmt::Display for MulTcpConfig {
         if self.ack_delay != AckDelay::DEFAULT {
             write!(f, ",ack_delay={}", self.ack_delay.name())?;
         }
+        if self.whole_packets != WholePackets::DEFAULT {
+            write!(f, ",whole_packets={}", self.whole_packets.name())?;
+        }
         if self.choice == PairChoice::Default && self.yield_by != MulTcpConfig::DEFAULT_YIELD_BY {
             write!(f, ",yield_by={}", self.yield_by.name())?;
         }
@@ -392,6 +408,10 @@ impl WindowAlgorithm<WindowLoop> for MulTcpAlgorithm {
 
     fn ack_delay(&self) -> AckDelay {
         self.config.ack_delay
+    }
+
+    fn whole_packets(&self) -> WholePackets {
+        self.config.whole_packets
     }
 
     fn set_weight(&mut self, window: &mut WindowLoop, weight: f64) -> Result<(), SpecError> {
@@ -627,10 +647,27 @@ mod tests {
         let flows = after_one_loss("multcp:n=4");
         let (sending, window) = (flows.congestion_window() as f64, flows.loss_window().window());
         assert!(sending < 0.99 * window && sending > 0.5 * window, "{sending} of {window}");
-        let paper = after_one_loss("multcp:n=4,ack_delay=paper");
+        let paper = after_one_loss("multcp:n=4,ack_delay=paper,whole_packets=paper");
         assert_eq!(paper.congestion_window(), paper.loss_window().window() as usize);
         assert_eq!(paper.config().ack_delay.name(), "paper");
         assert_eq!("multcp:n=4,ack_delay=paper".parse::<Spec>().unwrap().to_string(), "multcp:n=4,ack_delay=paper");
+    }
+
+    #[test]
+    fn by_default_the_window_keeps_its_flows_remainders_out_of_flight() {
+        // Four flows would each keep half a packet of their windows unsent
+        // on average, the one window's host keeps one such half: 1.5
+        // packets fewer in flight. In slow start there is no remainder.
+        let flows = after_one_loss("multcp:n=4,ack_delay=paper");
+        let expected = flows.loss_window().window() - 1.5 * MSS as f64;
+        assert_eq!(flows.congestion_window(), expected as usize);
+        let whole = after_one_loss("multcp:n=4,ack_delay=paper,whole_packets=paper");
+        assert_eq!(whole.congestion_window(), whole.loss_window().window() as usize);
+        assert_eq!(whole.config().whole_packets.name(), "paper");
+        let fresh = multcp("multcp:n=4,ack_delay=paper");
+        assert_eq!(fresh.congestion_window(), fresh.loss_window().window() as usize);
+        let spec = "multcp:n=4,whole_packets=paper";
+        assert_eq!(spec.parse::<Spec>().unwrap().to_string(), spec);
     }
 
     #[test]

@@ -13,11 +13,11 @@
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
 //! | `bbr` | - | - | rate | none (quiche's BBRv2 in quiche, Linux's BBR as a TCP peer; no implementation here, so not in the lab) |
-//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay`, `yield_by` ([`crate::multcp`]) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay`, `whole_packets`, `yield_by` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
-//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning`, `yield_by` ([`crate::pa_multcp`]) |
-//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay`, `yield_by` ([`crate::mulcubic`]) |
+//! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning`, `yield_by`, `whole_packets` ([`crate::pa_multcp`]) |
+//! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay`, `whole_packets`, `yield_by` ([`crate::mulcubic`]) |
 //! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
@@ -51,7 +51,7 @@ fn parse<C: AlgorithmConfig>(args: &mut Args) -> Result<Arc<dyn AlgorithmConfig>
 /// MulCUBIC, which take the same keys for it.
 macro_rules! window_aggregate_paper_keys {
     () => {
-        "decrease=paper,pacing=even,thinning=paper,ack_delay=paper"
+        "decrease=paper,pacing=even,thinning=paper,ack_delay=paper,whole_packets=paper"
     };
 }
 
@@ -273,8 +273,9 @@ mod tests {
         assert!(error("multcp:n=NaN").contains("n = NaN is out of range"));
         assert!(error("multcp:n=inf").contains("n = inf is out of range"));
         assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
-        assert!(error("multcp:m=4")
-            .contains("m is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, yield_by, a, b)"));
+        assert!(error("multcp:m=4").contains(
+            "m is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, whole_packets, yield_by, a, b)"
+        ));
         assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
         assert!(error("multcp:n").contains("has no value"));
         assert!(error("bbr9").contains("algorithm \"bbr9\" is not a known algorithm"));

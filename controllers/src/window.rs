@@ -49,6 +49,7 @@ use crate::pacing::Gaps;
 use crate::pacing::Pacing;
 use crate::time::Time;
 use crate::virtual_flows::LossEvent;
+use crate::whole_packets::WholePackets;
 
 /// Minimum congestion window, in packets (RFC 9002, kMinimumWindow).
 pub const MINIMUM_WINDOW_PACKETS: f64 = 2.0;
@@ -480,6 +481,12 @@ pub trait WindowAlgorithm<W>: Debug + Send + Sync {
         AckDelay::Paper
     }
 
+    /// Whether the connection holds back the remainders of the flows it
+    /// stands for ([`crate::whole_packets`]).
+    fn whole_packets(&self) -> WholePackets {
+        WholePackets::Paper
+    }
+
     /// A packet was lost after `window` took it: `began_event` when the
     /// loss started a loss event, `ended_slow_start` when that event ended
     /// slow start. Algorithms that follow their losses per event (below
@@ -547,19 +554,16 @@ impl<W: LossWindow, A: WindowAlgorithm<W>> SingleWindow<W, A> {
     }
 
     /// What the window lets out, bytes: all of it, or with
-    /// `ack_delay=flows` what the flows it stands for would have in flight,
-    /// never less than the minimum window.
+    /// `ack_delay=flows` and `whole_packets=flows` what the flows it stands
+    /// for would have in flight, never less than the minimum window.
     fn sending_window(&self) -> f64 {
         let (window, mss) = (self.window.window(), self.window.max_datagram_size());
         let floor = window.min(MINIMUM_WINDOW_PACKETS * mss);
-        let factor = self.flow_acks.window_factor(
-            self.algorithm.weight().unwrap_or(1.0),
-            self.algorithm.pacing(),
-            self.window.in_slow_start(),
-            window / mss,
-            self.smoothed_rtt,
-        );
-        (window * factor).max(floor)
+        let (n, in_slow_start) = (self.algorithm.weight().unwrap_or(1.0), self.window.in_slow_start());
+        let factor =
+            self.flow_acks.window_factor(n, self.algorithm.pacing(), in_slow_start, window / mss, self.smoothed_rtt);
+        let held_back = self.algorithm.whole_packets().held_back_packets(n, in_slow_start) * mss;
+        (window * factor - held_back).max(floor)
     }
 
     /// The sending window over the RTT: the mean of the rates reported.

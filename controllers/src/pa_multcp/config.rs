@@ -22,6 +22,8 @@ use crate::thinning::Thinning;
 use crate::thinning::YieldBy;
 use crate::thinning::THINNINGS;
 use crate::thinning::YIELD_BYS;
+use crate::whole_packets::WholePackets;
+use crate::whole_packets::WHOLE_PACKETS;
 
 /// How packets are assigned to the two loops (section 4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +87,9 @@ pub struct PaMulTcpConfig {
     /// How the probe gives up the rest of a flow's share below one
     /// flowshare.
     pub yield_by: YieldBy,
+    /// Whether the measured cap holds back the remainders of the flows
+    /// the adjusting loop stands for ([`crate::whole_packets`]).
+    pub whole_packets: WholePackets,
 }
 
 impl PaMulTcpConfig {
@@ -109,6 +114,7 @@ impl PaMulTcpConfig {
             split_gain: SPLIT_GAIN,
             thinning: Thinning::Undo,
             yield_by: PaMulTcpConfig::DEFAULT_YIELD_BY,
+            whole_packets: WholePackets::DEFAULT,
         })
     }
 
@@ -155,6 +161,12 @@ impl PaMulTcpConfig {
         PaMulTcpConfig { yield_by, ..self }
     }
 
+    /// The same with the measured cap holding back remainders as
+    /// `whole_packets` says.
+    pub fn with_whole_packets(self, whole_packets: WholePackets) -> Self {
+        PaMulTcpConfig { whole_packets, ..self }
+    }
+
     /// The same choices for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?
@@ -162,7 +174,8 @@ impl PaMulTcpConfig {
             .with_pacing(self.pacing)
             .with_split_gain(self.split_gain)
             .with_thinning(self.thinning)
-            .with_yield_by(self.yield_by))
+            .with_yield_by(self.yield_by)
+            .with_whole_packets(self.whole_packets))
     }
 
     /// Whether there is an adjusting loop: N > 1.
@@ -212,13 +225,15 @@ impl AlgorithmConfig for PaMulTcpConfig {
         let assignment = assignment.unwrap_or(PaMulTcpConfig::default_assignment(pacing));
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(PaMulTcpConfig::DEFAULT_YIELD_BY);
+        let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let n = args.weight(weight_range(probe))?;
         Ok(PaMulTcpConfig::new(n, assignment, probe)?
             .with_cap(cap)
             .with_pacing(pacing)
             .with_split_gain(split_gain.unwrap_or(SPLIT_GAIN))
             .with_thinning(thinning)
-            .with_yield_by(yield_by))
+            .with_yield_by(yield_by)
+            .with_whole_packets(whole_packets))
     }
 
     fn weight(&self) -> f64 {
@@ -257,6 +272,9 @@ impl fmt::Display for PaMulTcpConfig {
         }
         if self.yield_by != PaMulTcpConfig::DEFAULT_YIELD_BY {
             write!(f, ",yield_by={}", self.yield_by.name())?;
+        }
+        if self.whole_packets != WholePackets::DEFAULT {
+            write!(f, ",whole_packets={}", self.whole_packets.name())?;
         }
         Ok(())
     }

@@ -28,6 +28,11 @@
 //!   the closed epochs, so the adjusting loop's *average* is `(N - 1) W̄_p`
 //!   (at most 2). Before the probe's first epoch ends the cap is
 //!   `(N - 1)` times the probe's window, so both loops slow-start together.
+//!   With `whole_packets=flows` (default) the cap is `(N - 2) / 2` packets
+//!   lower outside slow start: the N - 1 flows would each keep half a
+//!   packet of their window unsent on average, the loop keeps one such
+//!   remainder ([`crate::whole_packets`]); `whole_packets=paper` keeps the
+//!   whole product.
 //!   The adjusting loop runs the pair of a loop worth 3 (N - 1) flowshares
 //!   ([`loop_pair`]), stiff enough that its cap, not its own losses, sets
 //!   its rate, also where N - 1 is one flowshare of a CUBIC probe.
@@ -453,7 +458,10 @@ impl PaMulTcp {
                 Some([probe, _, _]) if self.averages.closed_epochs() > 0 => probe,
                 _ => self.probe.window(),
             };
-            let cap = self.cap_gain * share * probe;
+            // The N - 1 flows would each keep a remainder of their window
+            // unsent, the adjusting loop keeps one.
+            let held_back = self.config.whole_packets.held_back_packets(share, self.adjusting.in_slow_start());
+            let cap = self.cap_gain * share * probe - held_back * self.max_datagram_size as f64;
             self.w_max = Some(cap / self.max_datagram_size as f64);
             self.adjusting.set_cap(cap);
             return;
