@@ -10,14 +10,16 @@
 //! difference is a share: in the lab's small paths at N = 16-30, 4-6
 //! packets per flow, a half packet is 8-13 % of a flow's window.
 //!
-//! With `whole_packets=flows` (the default of MulTCP and MulCUBIC) the
-//! connection lets out `(N - 1) / 2` packets less than its window outside
-//! slow start, so that with the one remainder the host keeps it has what
-//! its N flows would have in flight. In slow start the windows grow by
-//! whole packets and have no remainder; at N <= 1 the connection is one
-//! flow, or part of one, and keeps one remainder as the flow does.
-//! `whole_packets=paper` lets out the whole window, as the papers' windows
-//! (which assume a fluid window) do.
+//! With `whole_packets=flows` (the default of MulTCP, MulCUBIC and
+//! PA-MulTCP) the connection lets out `(N - 1) / 2` packets less than its
+//! window outside slow start, so that with the one remainder the host keeps
+//! it has what its N flows would have in flight ([`crate::window::SingleWindow`]);
+//! PA-MulTCP's measured cap, for an adjusting loop standing for `N - 1`
+//! flows, is `(N - 2) / 2` packets lower ([`crate::pa_multcp`]). In slow
+//! start the windows grow by whole packets and have no remainder; at N <= 1
+//! the connection is one flow, or part of one, and keeps one remainder as
+//! the flow does. `whole_packets=paper` lets out the whole window, as the
+//! papers' windows (which assume a fluid window) do.
 
 use crate::grammar::choice_name;
 
