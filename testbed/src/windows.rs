@@ -13,8 +13,11 @@
 //! Windows are averaged over time after the warm-up: each record of
 //! `quic:recovery_metrics_updated` (`congestion_window`, every QUIC sender)
 //! and `flowshare:controller_updated` (`probe_window`, `adjusting_window`)
-//! holds until the next. Linux TCP senders write no qlog; against them only
-//! the weighted connection's own loops are shown.
+//! holds until the next. Linux TCP senders write no qlog, so against them
+//! the probe is compared by its rate: its part of the connection's packets
+//! times the connection's throughput, over the standard flows' mean
+//! throughput (`summary.json`), and the adjusting loop by its packets over
+//! `N - 1` times the probe's.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -210,7 +213,16 @@ pub fn report(dir: &Path) -> Result<String, String> {
         })?;
     let warmup_s = TestbedScenario::warmup_of_run(dir)?;
     let flows = summary["flows"].as_array().ok_or(format!("{}: no flows", summary_path.display()))?;
-    // (flow id, role, spec, connection's sender)
+    // Standard flows' mean throughput (QUIC and Linux TCP alike): a probe's
+    // rate is compared with it where windows cannot be (no qlog from TCP).
+    let standard_rates: Vec<f64> = flows
+        .iter()
+        .filter(|flow| flow["role"] == "standard")
+        .filter_map(|flow| flow["throughput_bps"].as_f64())
+        .collect();
+    let standard_rate =
+        (!standard_rates.is_empty()).then(|| standard_rates.iter().sum::<f64>() / standard_rates.len() as f64);
+    // (flow id, role, spec, connection's sender, its throughput)
     let mut senders = Vec::new();
     for flow in flows.iter().filter(|flow| flow["transport"] == "quic") {
         let id = flow["id"].as_u64().ok_or(format!("{}: a flow without an id", summary_path.display()))?;
@@ -230,12 +242,12 @@ pub fn report(dir: &Path) -> Result<String, String> {
             if let Some(sender) = analyse(reader, warmup_ms).map_err(|e| format!("{}: {e}", file.display()))? {
                 let role = flow["role"].as_str().unwrap_or("-").to_string();
                 let spec = flow["cc"].as_str().unwrap_or("-").to_string();
-                senders.push((id, role, spec, sender));
+                senders.push((id, role, spec, sender, flow["throughput_bps"].as_f64()));
             }
         }
     }
     let standard: Vec<f64> =
-        senders.iter().filter(|(_, role, _, _)| role == "standard").map(|(.., sender)| sender.window).collect();
+        senders.iter().filter(|(_, role, ..)| role == "standard").map(|(_, _, _, sender, _)| sender.window).collect();
     let standard_mean = (!standard.is_empty()).then(|| standard.iter().sum::<f64>() / standard.len() as f64);
     let percent = |lost: u64, sent: u64| match sent {
         0 => "-".to_string(),
@@ -253,8 +265,10 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "probe, of a standard flow's",
         "adjusting over N - 1 probes",
         "probe lost %",
+        "probe's rate, of a standard flow's",
+        "adjusting's packets over N - 1 probes'",
     ]);
-    for (id, role, spec, sender) in &senders {
+    for (id, role, spec, sender, throughput) in &senders {
         let weight = sender.weight.unwrap_or(1.0);
         let mut row = vec![
             id.to_string(),
@@ -273,15 +287,33 @@ pub fn report(dir: &Path) -> Result<String, String> {
                     _ => "-".to_string(),
                 },
                 percent(probe.packets_lost, probe.packets_sent),
+                // The probe's part of the connection's packets, of its throughput.
+                match (throughput, standard_rate) {
+                    (Some(throughput), Some(standard)) if sender.packets_sent > 0 && standard > 0.0 => {
+                        let part = probe.packets_sent as f64 / sender.packets_sent as f64;
+                        format!("{:.3}", part * throughput / standard)
+                    }
+                    _ => "-".to_string(),
+                },
+                match sender.packets_sent.checked_sub(probe.packets_sent) {
+                    Some(adjusting) if weight > 1.0 && probe.packets_sent > 0 => {
+                        format!("{:.3}", adjusting as f64 / ((weight - 1.0) * probe.packets_sent as f64))
+                    }
+                    _ => "-".to_string(),
+                },
             ]),
-            None => row.extend(["-".to_string(), "-".to_string(), "-".to_string(), "-".to_string()]),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 6)),
         }
         table.row(row);
     }
     let mut out = format!(
         "{}: QUIC senders' windows averaged over time from {warmup_s} s on (server qlogs); lost: as the sender declared them{}\n",
         dir.display(),
-        if standard_mean.is_none() { "; no standard flow writes a qlog (Linux TCP), so nothing is compared" } else { "" }
+        if standard_mean.is_none() {
+            "; no standard flow writes a qlog (Linux TCP), so only rates are compared"
+        } else {
+            ""
+        }
     );
     out.push_str(&table.render());
     Ok(out)
@@ -325,6 +357,39 @@ mod tests {
         let quiche = analyse(qlog.lines().take(3).collect::<Vec<_>>().join("\n").as_bytes(), 0.0).unwrap();
         assert_eq!(quiche.map(|sender| (sender.window, sender.weight, sender.probe)), Some((10_000.0, None, None)));
         assert_eq!(analyse(qlog.as_bytes(), 1e6).unwrap(), None);
+    }
+
+    #[test]
+    fn against_linux_tcp_the_probe_is_compared_by_its_rate() {
+        // A PA-MulTCP(4) connection at 8 Mbit/s beside two Linux TCP flows
+        // at 2 and 4 Mbit/s (mean 3): of its 10 packets after the warm-up
+        // the probe sent 2, so its rate is 1.6 Mbit/s, 0.533 of a TCP
+        // flow's, and the adjusting loop's 8 packets are 1.333 of 3 probes'.
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-rates-{}", std::process::id()));
+        let qlog_dir = dir.join("qlog/flow-0-server");
+        std::fs::create_dir_all(&qlog_dir).unwrap();
+        std::fs::write(
+            dir.join("summary.json"),
+            r#"{"flows":[
+                {"id":0,"transport":"quic","role":"weighted","cc":"pa-multcp:n=4","throughput_bps":8e6,"start_s":0.0},
+                {"id":1,"transport":"tcp","role":"standard","cc":"cubic","throughput_bps":2e6,"start_s":1.0},
+                {"id":2,"transport":"tcp","role":"standard","cc":"cubic","throughput_bps":4e6,"start_s":1.0}]}"#,
+        )
+        .unwrap();
+        let mut records = vec![
+            r#"{"time":0.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":10000}}"#.to_string(),
+            r#"{"time":0.0,"name":"flowshare:controller_updated","data":{"weight":4.0,"probe_window":2500,"adjusting_window":7500,"probe_packets_sent":0,"probe_packets_lost":0}}"#.to_string(),
+        ];
+        records.extend((1..=10).map(|t| format!(r#"{{"time":{t}.0,"name":"quic:packet_sent","data":{{}}}}"#)));
+        records.push(r#"{"time":11.0,"name":"flowshare:controller_updated","data":{"probe_packets_sent":2,"probe_packets_lost":0}}"#.to_string());
+        let qlog: String = records.iter().map(|record| format!("{RECORD_SEPARATOR}{record}\n")).collect();
+        std::fs::write(qlog_dir.join("server-x.sqlog"), qlog).unwrap();
+        let report = report(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(report.contains("only rates are compared"), "{report}");
+        let row = report.lines().find(|line| line.contains("pa-multcp:n=4")).expect("the connection's row");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 2..], ["0.533", "1.333"], "{report}");
     }
 
     #[test]
