@@ -24,6 +24,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use flowshare_lab::metrics::mean_and_deviation;
 use flowshare_lab::report::Table;
 
 use crate::scenario::TestbedScenario;
@@ -203,6 +204,22 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
     }))
 }
 
+/// A QUIC connection of the run: its summary's facts and its sender.
+struct Connection {
+    id: u64,
+    role: String,
+    /// The controller's spec.
+    spec: String,
+    sender: SenderWindows,
+    /// Bits per second after the warm-up (`summary.json`).
+    throughput: Option<f64>,
+}
+
+/// The mean, `None` for no values.
+fn mean(values: &[f64]) -> Option<f64> {
+    Some(mean_and_deviation(values).0).filter(|mean| !mean.is_nan())
+}
+
 /// `flowshare testbed windows DIR`: the table of a run directory's qlogs.
 pub fn report(dir: &Path) -> Result<String, String> {
     let summary_path = dir.join("summary.json");
@@ -220,9 +237,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
         .filter(|flow| flow["role"] == "standard")
         .filter_map(|flow| flow["throughput_bps"].as_f64())
         .collect();
-    let standard_rate =
-        (!standard_rates.is_empty()).then(|| standard_rates.iter().sum::<f64>() / standard_rates.len() as f64);
-    // (flow id, role, spec, connection's sender, its throughput)
+    let standard_rate = mean(&standard_rates);
     let mut senders = Vec::new();
     for flow in flows.iter().filter(|flow| flow["transport"] == "quic") {
         let id = flow["id"].as_u64().ok_or(format!("{}: a flow without an id", summary_path.display()))?;
@@ -240,15 +255,22 @@ pub fn report(dir: &Path) -> Result<String, String> {
                 .map(std::io::BufReader::new)
                 .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
             if let Some(sender) = analyse(reader, warmup_ms).map_err(|e| format!("{}: {e}", file.display()))? {
-                let role = flow["role"].as_str().unwrap_or("-").to_string();
-                let spec = flow["cc"].as_str().unwrap_or("-").to_string();
-                senders.push((id, role, spec, sender, flow["throughput_bps"].as_f64()));
+                senders.push(Connection {
+                    id,
+                    role: flow["role"].as_str().unwrap_or("-").to_string(),
+                    spec: flow["cc"].as_str().unwrap_or("-").to_string(),
+                    sender,
+                    throughput: flow["throughput_bps"].as_f64(),
+                });
             }
         }
     }
-    let standard: Vec<f64> =
-        senders.iter().filter(|(_, role, ..)| role == "standard").map(|(_, _, _, sender, _)| sender.window).collect();
-    let standard_mean = (!standard.is_empty()).then(|| standard.iter().sum::<f64>() / standard.len() as f64);
+    let standard: Vec<f64> = senders
+        .iter()
+        .filter(|connection| connection.role == "standard")
+        .map(|connection| connection.sender.window)
+        .collect();
+    let standard_mean = mean(&standard);
     let percent = |lost: u64, sent: u64| match sent {
         0 => "-".to_string(),
         _ => format!("{:.2}", 100.0 * lost as f64 / sent as f64),
@@ -268,8 +290,16 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "probe's rate, of a standard flow's",
         "adjusting's packets over N - 1 probes'",
     ]);
-    for (id, role, spec, sender, throughput) in &senders {
+    for Connection { id, role, spec, sender, throughput } in &senders {
         let weight = sender.weight.unwrap_or(1.0);
+        // The adjusting loop's window or packets over N - 1 probes'.
+        let of_adjusting_target = |adjusting: f64, probe: f64| {
+            if weight > 1.0 {
+                format!("{:.3}", adjusting / ((weight - 1.0) * probe))
+            } else {
+                "-".to_string()
+            }
+        };
         let mut row = vec![
             id.to_string(),
             role.clone(),
@@ -282,10 +312,9 @@ pub fn report(dir: &Path) -> Result<String, String> {
             Some(probe) => row.extend([
                 format!("{:.1}", probe.window / 1e3),
                 of_standard(probe.window),
-                match sender.adjusting_window {
-                    Some(adjusting) if weight > 1.0 => format!("{:.3}", adjusting / ((weight - 1.0) * probe.window)),
-                    _ => "-".to_string(),
-                },
+                sender
+                    .adjusting_window
+                    .map_or("-".to_string(), |adjusting| of_adjusting_target(adjusting, probe.window)),
                 percent(probe.packets_lost, probe.packets_sent),
                 // The probe's part of the connection's packets, of its throughput.
                 match (throughput, standard_rate) {
@@ -296,8 +325,8 @@ pub fn report(dir: &Path) -> Result<String, String> {
                     _ => "-".to_string(),
                 },
                 match sender.packets_sent.checked_sub(probe.packets_sent) {
-                    Some(adjusting) if weight > 1.0 && probe.packets_sent > 0 => {
-                        format!("{:.3}", adjusting as f64 / ((weight - 1.0) * probe.packets_sent as f64))
+                    Some(adjusting) if probe.packets_sent > 0 => {
+                        of_adjusting_target(adjusting as f64, probe.packets_sent as f64)
                     }
                     _ => "-".to_string(),
                 },
