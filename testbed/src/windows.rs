@@ -2,11 +2,12 @@
 //! servers' qlogs (`flowshare testbed windows DIR`).
 //!
 //! A weighted connection's share is its window over its peers'. PA-MulTCP's
-//! window is a probe loop meant to hold one flowshare plus an adjusting loop
-//! held at `N - 1` times the probe's, so where its weight goes astray splits
-//! in two questions this answers: does the probe hold what a standard flow
-//! holds (the probe's window over the standard QUIC flows' mean), and does
-//! the adjusting loop hold `N - 1` probes. Beside each window, the packets
+//! window is a probe loop meant to hold one flowshare (or K of them, each
+//! one, with `probes=K`) plus an adjusting loop held at `N - K` times the
+//! probes' mean, so where its weight goes astray splits in two questions
+//! this answers: does a probe hold what a standard flow holds (the probes'
+//! mean window over the standard QUIC flows' mean), and does the adjusting
+//! loop hold `N - K` probes. Beside each window, the packets
 //! its sender declared lost, where the probe's show whether it meets the
 //! queue as a standard flow does.
 //!
@@ -14,10 +15,10 @@
 //! `quic:recovery_metrics_updated` (`congestion_window`, every QUIC sender)
 //! and `flowshare:controller_updated` (`probe_window`, `adjusting_window`)
 //! holds until the next. Linux TCP senders write no qlog, so against them
-//! the probe is compared by its rate: its part of the connection's packets
-//! times the connection's throughput, over the standard flows' mean
-//! throughput (`summary.json`), and the adjusting loop by its packets over
-//! `N - 1` times the probe's.
+//! a probe is compared by its rate: the probes' part of the connection's
+//! packets times the connection's throughput over K, over the standard
+//! flows' mean throughput (`summary.json`), and the adjusting loop by its
+//! packets over `N - K` times a probe's.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -119,8 +120,10 @@ pub struct SenderWindows {
     pub packets_lost: u64,
     /// Flowshares its controller reported (`None`: quiche's own, one).
     pub weight: Option<f64>,
-    /// PA-MulTCP's probe loop.
+    /// PA-MulTCP's probe loops: their mean window, all their packets.
     pub probe: Option<LoopWindow>,
+    /// How many probe loops (K; 1 unless the snapshot says).
+    pub probes: u64,
     /// PA-MulTCP's adjusting loop's mean window, bytes.
     pub adjusting_window: Option<f64>,
 }
@@ -146,6 +149,7 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
     let mut probe_lost = CounterGrowth::new(warmup_ms);
     let mut packets_sent = 0;
     let mut weight = None;
+    let mut probes = 1;
     let mut end = warmup_ms;
     for line in qlog.lines() {
         let line = line.map_err(|e| format!("cannot read the qlog: {e}"))?;
@@ -173,6 +177,7 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
             continue;
         }
         weight = data["weight"].as_f64().or(weight);
+        probes = data["probes"].as_u64().unwrap_or(probes);
         if let Some(value) = data["probe_window"].as_f64() {
             probe.set(time, value);
         }
@@ -200,6 +205,7 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
             packets_sent: probe_sent.growth(),
             packets_lost: probe_lost.growth(),
         }),
+        probes,
         adjusting_window: adjusting.mean(),
     }))
 }
@@ -285,17 +291,18 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "lost %",
         "probe KB",
         "probe, of a standard flow's",
-        "adjusting over N - 1 probes",
+        "adjusting over N - K probes",
         "probe lost %",
         "probe's rate, of a standard flow's",
-        "adjusting's packets over N - 1 probes'",
+        "adjusting's packets over N - K probes'",
     ]);
     for Connection { id, role, spec, sender, throughput } in &senders {
         let weight = sender.weight.unwrap_or(1.0);
-        // The adjusting loop's window or packets over N - 1 probes'.
+        let probes = sender.probes.max(1) as f64;
+        // The adjusting loop's window or packets over N - K probes'.
         let of_adjusting_target = |adjusting: f64, probe: f64| {
-            if weight > 1.0 {
-                format!("{:.3}", adjusting / ((weight - 1.0) * probe))
+            if weight > probes {
+                format!("{:.3}", adjusting / ((weight - probes) * probe))
             } else {
                 "-".to_string()
             }
@@ -316,17 +323,17 @@ pub fn report(dir: &Path) -> Result<String, String> {
                     .adjusting_window
                     .map_or("-".to_string(), |adjusting| of_adjusting_target(adjusting, probe.window)),
                 percent(probe.packets_lost, probe.packets_sent),
-                // The probe's part of the connection's packets, of its throughput.
+                // A probe's part of the connection's packets, of its throughput.
                 match (throughput, standard_rate) {
                     (Some(throughput), Some(standard)) if sender.packets_sent > 0 && standard > 0.0 => {
-                        let part = probe.packets_sent as f64 / sender.packets_sent as f64;
+                        let part = probe.packets_sent as f64 / sender.packets_sent as f64 / probes;
                         format!("{:.3}", part * throughput / standard)
                     }
                     _ => "-".to_string(),
                 },
                 match sender.packets_sent.checked_sub(probe.packets_sent) {
                     Some(adjusting) if probe.packets_sent > 0 => {
-                        of_adjusting_target(adjusting as f64, probe.packets_sent as f64)
+                        of_adjusting_target(adjusting as f64, probe.packets_sent as f64 / probes)
                     }
                     _ => "-".to_string(),
                 },
@@ -419,6 +426,37 @@ mod tests {
         let row = report.lines().find(|line| line.contains("pa-multcp:n=4")).expect("the connection's row");
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells[cells.len() - 2..], ["0.533", "1.333"], "{report}");
+    }
+
+    #[test]
+    fn several_probes_are_compared_one_by_one() {
+        // PA-MulTCP(8) with two probes at 8 Mbit/s beside Linux TCP flows
+        // of 2 Mbit/s: of its 10 packets the probes sent 4, so each took
+        // 1.6 Mbit/s, 0.8 of a TCP flow's, and the adjusting loop's 6
+        // packets are 0.5 of the 6 probes' (2 packets each) it stands for.
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-probes-{}", std::process::id()));
+        let qlog_dir = dir.join("qlog/flow-0-server");
+        std::fs::create_dir_all(&qlog_dir).unwrap();
+        std::fs::write(
+            dir.join("summary.json"),
+            r#"{"flows":[
+                {"id":0,"transport":"quic","role":"weighted","cc":"pa-multcp:n=8,probes=2","throughput_bps":8e6,"start_s":0.0},
+                {"id":1,"transport":"tcp","role":"standard","cc":"cubic","throughput_bps":2e6,"start_s":1.0}]}"#,
+        )
+        .unwrap();
+        let mut records = vec![
+            r#"{"time":0.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":10000}}"#.to_string(),
+            r#"{"time":0.0,"name":"flowshare:controller_updated","data":{"weight":8.0,"probe_window":2500,"probes":2,"adjusting_window":7500,"probe_packets_sent":0,"probe_packets_lost":0}}"#.to_string(),
+        ];
+        records.extend((1..=10).map(|t| format!(r#"{{"time":{t}.0,"name":"quic:packet_sent","data":{{}}}}"#)));
+        records.push(r#"{"time":11.0,"name":"flowshare:controller_updated","data":{"probe_packets_sent":4,"probe_packets_lost":0}}"#.to_string());
+        let qlog: String = records.iter().map(|record| format!("{RECORD_SEPARATOR}{record}\n")).collect();
+        std::fs::write(qlog_dir.join("server-x.sqlog"), qlog).unwrap();
+        let report = report(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let row = report.lines().find(|line| line.contains("probes=2")).expect("the connection's row");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 2..], ["0.800", "0.500"], "{report}");
     }
 
     #[test]

@@ -90,6 +90,9 @@ pub struct PaMulTcpConfig {
     /// Whether the measured cap holds back the remainders of the flows
     /// the adjusting loop stands for ([`crate::whole_packets`]).
     pub whole_packets: WholePackets,
+    /// K, the probe loops asked for: each a flow of the peers' kind, the
+    /// adjusting loop worth N - K ([`PaMulTcpConfig::active_probes`]).
+    pub probes: usize,
 }
 
 impl PaMulTcpConfig {
@@ -115,6 +118,7 @@ impl PaMulTcpConfig {
             thinning: Thinning::Undo,
             yield_by: PaMulTcpConfig::DEFAULT_YIELD_BY,
             whole_packets: WholePackets::DEFAULT,
+            probes: 1,
         })
     }
 
@@ -167,20 +171,43 @@ impl PaMulTcpConfig {
         PaMulTcpConfig { whole_packets, ..self }
     }
 
+    /// The same with `probes` probe loops; more than one needs the
+    /// measured cap, the only one that averages several probes.
+    pub fn with_probes(self, probes: usize) -> Result<Self, SpecError> {
+        if !(1..=MAX_PROBES).contains(&probes) {
+            return Err(SpecError::new(
+                "pa-multcp",
+                "probes",
+                format!("= {probes} is out of range; accepted 1 to {MAX_PROBES}"),
+            ));
+        }
+        if probes > 1 && self.cap != CapRule::Measured {
+            return Err(SpecError::new("pa-multcp", "probes", "above 1 needs cap=measured"));
+        }
+        Ok(PaMulTcpConfig { probes, ..self })
+    }
+
     /// The same choices for another weight.
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
-        Ok(PaMulTcpConfig::new(n, self.assignment, self.probe)?
+        PaMulTcpConfig::new(n, self.assignment, self.probe)?
             .with_cap(self.cap)
             .with_pacing(self.pacing)
             .with_split_gain(self.split_gain)
             .with_thinning(self.thinning)
             .with_yield_by(self.yield_by)
-            .with_whole_packets(self.whole_packets))
+            .with_whole_packets(self.whole_packets)
+            .with_probes(self.probes)
     }
 
-    /// Whether there is an adjusting loop: N > 1.
+    /// The probe loops in use: K, but no more than the whole flowshares
+    /// of N (N = 2.5 with K = 4 probes with two), and one below two.
+    pub fn active_probes(&self) -> usize {
+        self.probes.min(self.n.floor() as usize).max(1)
+    }
+
+    /// Whether there is an adjusting loop: N above the probes' flowshares.
     pub fn has_adjusting_loop(&self) -> bool {
-        self.n > 1.0
+        self.n > self.active_probes() as f64
     }
 
     /// Flowshares of the probe loop: 1, or N below one flowshare.
@@ -189,10 +216,10 @@ impl PaMulTcpConfig {
     }
 
     /// The Reno flowshares the adjusting loop targets at loss event rate `p`
-    /// (if known) and smoothed RTT `rtt`: `N' = N - 1`, times `R` for a
-    /// CUBIC probe.
+    /// (if known) and smoothed RTT `rtt`: `N' = N - K` (K probes, one by
+    /// default), times `R` for a CUBIC probe.
     pub fn adjusting_flowshares(&self, loss_event_rate: Option<f64>, rtt: Duration) -> f64 {
-        let n = (self.n - 1.0).max(0.0);
+        let n = (self.n - self.active_probes() as f64).max(0.0);
         match (self.probe, loss_event_rate) {
             (ProbeKind::Cubic, Some(p)) => n * cubic_reno_flowshares(p, rtt),
             _ => n,
@@ -210,7 +237,8 @@ impl PaMulTcpConfig {
 }
 
 impl AlgorithmConfig for PaMulTcpConfig {
-    /// Parses `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning` and `yield_by`.
+    /// Parses `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning`,
+    /// `yield_by`, `whole_packets` and `probes`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         // Asked for first, so errors list the keys in the spec's order; its
         // default depends on `pacing`, resolved below.
@@ -226,14 +254,19 @@ impl AlgorithmConfig for PaMulTcpConfig {
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(PaMulTcpConfig::DEFAULT_YIELD_BY);
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
+        let probes = args.real("probes", PROBES_RANGE)?.unwrap_or(1.0);
+        if probes.fract() != 0.0 {
+            return Err(SpecError::new("pa-multcp", "probes", format!("= {probes} is not a whole number")));
+        }
         let n = args.weight(weight_range(probe))?;
-        Ok(PaMulTcpConfig::new(n, assignment, probe)?
+        PaMulTcpConfig::new(n, assignment, probe)?
             .with_cap(cap)
             .with_pacing(pacing)
             .with_split_gain(split_gain.unwrap_or(SPLIT_GAIN))
             .with_thinning(thinning)
             .with_yield_by(yield_by)
-            .with_whole_packets(whole_packets))
+            .with_whole_packets(whole_packets)
+            .with_probes(probes as usize)
     }
 
     fn weight(&self) -> f64 {
@@ -276,6 +309,9 @@ impl fmt::Display for PaMulTcpConfig {
         if self.whole_packets != WholePackets::DEFAULT {
             write!(f, ",whole_packets={}", self.whole_packets.name())?;
         }
+        if self.probes != 1 {
+            write!(f, ",probes={}", self.probes)?;
+        }
         Ok(())
     }
 }
@@ -293,6 +329,10 @@ const ASSIGNMENTS: [(&str, Assignment); 5] = [
 const SPLIT_GAINS: Range = Range::closed(1.5, 64.0);
 /// The values of `probe`.
 const PROBES: [(&str, ProbeKind); 2] = [("reno", ProbeKind::Reno), ("cubic", ProbeKind::Cubic)];
+/// The most probe loops.
+pub const MAX_PROBES: usize = 16;
+/// The accepted `probes`.
+const PROBES_RANGE: Range = Range::closed(1.0, MAX_PROBES as f64);
 /// The values of `cap`.
 const CAPS: [(&str, CapRule); 2] = [("measured", CapRule::Measured), ("paper", CapRule::Paper)];
 

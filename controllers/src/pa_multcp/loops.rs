@@ -1,4 +1,4 @@
-//! PA-MulTCP's two loops: which one sends a packet, the probe loop's
+//! PA-MulTCP's loops: which one sends a packet, the probe loops'
 //! algorithm, and the ledger that gives each acknowledgement or loss back to
 //! the loop that sent the packet.
 
@@ -14,6 +14,7 @@ use crate::cubic::CubicWindow;
 use crate::equations::cubic_loss_event_rate_at_epoch_window;
 use crate::equations::thin_cubic_params;
 use crate::equations::CubicParams;
+use crate::time::Time;
 use crate::window::LossWindow;
 use crate::window::WindowLoop;
 
@@ -41,6 +42,14 @@ impl Loop {
             Loop::Adjusting => Loop::Probe,
         }
     }
+}
+
+/// The loop a packet in flight belongs to: one of the probe loops, by its
+/// index, or the adjusting loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Owner {
+    Probe(usize),
+    Adjusting,
 }
 
 /// The loop for the next packet, given the loop of the previous one and
@@ -80,6 +89,27 @@ pub fn assign(
         second
     } else {
         Loop::Probe
+    }
+}
+
+/// A probe loop with what the connection keeps for it.
+#[derive(Debug)]
+pub(super) struct Probe {
+    pub(super) window: ProbeLoop,
+    /// Its bytes in flight.
+    pub(super) in_flight: usize,
+    /// When its own pacing clock lets it send again (`assign=clock`).
+    pub(super) next: Option<Time>,
+}
+
+impl Probe {
+    pub(super) fn new(config: &PaMulTcpConfig, params: &Params) -> Self {
+        Probe { window: ProbeLoop::new(config, params), in_flight: 0, next: None }
+    }
+
+    /// What its window leaves, bytes (negative when more is in flight).
+    pub(super) fn room(&self) -> f64 {
+        self.window.window() - self.in_flight as f64
     }
 }
 
@@ -160,20 +190,20 @@ pub(super) struct Ledger {
 pub(super) struct LedgerEntry {
     pub(super) number: u64,
     pub(super) bytes: usize,
-    pub(super) owner: Loop,
+    pub(super) owner: Owner,
     /// Acknowledged, lost or discarded; removed once at the front.
     pub(super) resolved: bool,
 }
 
 impl Ledger {
     /// Records packet `number`; numbers must increase.
-    pub(super) fn push(&mut self, number: u64, bytes: usize, owner: Loop) {
+    pub(super) fn push(&mut self, number: u64, bytes: usize, owner: Owner) {
         self.packets.push_back(LedgerEntry { number, bytes, owner, resolved: false });
     }
 
     /// The loop and size of packet `number`, if it is in flight; it no
     /// longer is afterwards.
-    pub(super) fn resolve(&mut self, number: u64) -> Option<(Loop, usize)> {
+    pub(super) fn resolve(&mut self, number: u64) -> Option<(Owner, usize)> {
         let index = self.packets.binary_search_by_key(&number, |entry| entry.number).ok()?;
         let entry = &mut self.packets[index];
         if entry.resolved {

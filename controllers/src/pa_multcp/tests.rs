@@ -1,5 +1,6 @@
 //! PA-MulTCP's tests: the paper's rules, the measured cap and the draw.
 
+use super::loops::ProbeLoop;
 use super::*;
 use crate::aimd::Aimd;
 use crate::equations::cubic_flow_params;
@@ -164,7 +165,7 @@ fn cap_after_epochs(spec: &str) -> (f64, f64, f64, f64) {
         let sent = host.send_allowed(usize::MAX);
         let probe_packet = sent
             .clone()
-            .find(|&n| host.controller.ledger.packets.iter().any(|e| e.number == n && e.owner == Loop::Probe));
+            .find(|&n| host.controller.ledger.packets.iter().any(|e| e.number == n && e.owner == Owner::Probe(0)));
         let others: Vec<u64> = sent.filter(|&n| Some(n) != probe_packet).collect();
         host.event(&others, &probe_packet.into_iter().collect::<Vec<_>>());
     }
@@ -441,12 +442,12 @@ fn one_flowshare_is_the_probe_loop_alone() {
 #[test]
 fn the_papers_scavenger_probe_is_aimd_n_squared_one_half() {
     let controller = pa_multcp("pa-multcp:n=0.5,probe=reno,assign=consecutive,cap=paper,yield_by=increase");
-    match &controller.probe {
+    match &controller.probes[0].window {
         ProbeLoop::Reno(window) => assert_eq!(window.aimd(), Aimd { increase: 0.25, decrease: 0.5 }),
         other => panic!("{other:?}"),
     }
     let cubic = pa_multcp("pa-multcp:n=0.5,probe=cubic,yield_by=increase");
-    match &cubic.probe {
+    match &cubic.probes[0].window {
         ProbeLoop::Cubic(window) => assert_eq!(window.params(), cubic_flow_params(0.5)),
         other => panic!("{other:?}"),
     }
@@ -455,7 +456,7 @@ fn the_papers_scavenger_probe_is_aimd_n_squared_one_half() {
 #[test]
 fn a_scavenger_yielding_by_its_decrease_cuts_deeper_and_grows_faster() {
     let controller = pa_multcp("pa-multcp:n=0.5,probe=reno,assign=consecutive,cap=paper,yield_by=decrease");
-    match &controller.probe {
+    match &controller.probes[0].window {
         // (2 - b') / b' = 0.5 (2 - 1/2) / (1/2): b' = 0.8, a' = 3 n² b' / (2 - b').
         ProbeLoop::Reno(window) => {
             let aimd = window.aimd();
@@ -464,7 +465,7 @@ fn a_scavenger_yielding_by_its_decrease_cuts_deeper_and_grows_faster() {
         other => panic!("{other:?}"),
     }
     let cubic = pa_multcp("pa-multcp:n=0.5,yield_by=decrease");
-    match &cubic.probe {
+    match &cubic.probes[0].window {
         ProbeLoop::Cubic(window) => assert_eq!(window.params(), yielding_cubic_flow_params(0.5)),
         other => panic!("{other:?}"),
     }
@@ -473,7 +474,7 @@ fn a_scavenger_yielding_by_its_decrease_cuts_deeper_and_grows_faster() {
     assert_eq!(pa_multcp("pa-multcp:n=0.5,yield_by=increase").config.to_string(), "pa-multcp:n=0.5,yield_by=increase");
     // At one flowshare and above the key changes nothing.
     let one = pa_multcp("pa-multcp:n=1,yield_by=decrease");
-    match &one.probe {
+    match &one.probes[0].window {
         ProbeLoop::Cubic(window) => assert_eq!(window.params(), CubicParams::STANDARD),
         other => panic!("{other:?}"),
     }
@@ -521,7 +522,7 @@ fn ledger_memory_is_released_as_packets_resolve() {
         host.event(&[number], &[]);
     }
     assert_eq!(host.controller.ledger.len(), 0);
-    assert_eq!((host.controller.probe_in_flight, host.controller.adjusting_in_flight), (0, 0));
+    assert_eq!((host.controller.probes[0].in_flight, host.controller.adjusting_in_flight), (0, 0));
 }
 
 #[test]
@@ -554,10 +555,64 @@ fn spec_keys_and_errors() {
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:m=1").contains(
-        "m is not a known key (accepted: assign, probe, cap, pacing, split, thinning, yield_by, whole_packets, n)"
+        "m is not a known key (accepted: assign, probe, cap, pacing, split, thinning, yield_by, whole_packets, probes, n)"
     ));
     assert!(error("pa-multcp:n=4,split=2").contains("split is the gain of pacing=split; set pacing=split too"));
     assert!(error("pa-multcp:n=4,pacing=split,split=1").contains("split = 1 is out of range"));
+    assert!(error("pa-multcp:n=8,probes=0").contains("probes = 0 is out of range; accepted range [1, 16]"));
+    assert!(error("pa-multcp:n=8,probes=2.5").contains("probes = 2.5 is not a whole number"));
+    assert!(error("pa-multcp:n=8,probes=2,cap=paper").contains("probes above 1 needs cap=measured"));
+}
+
+#[test]
+fn several_probes_split_the_flowshares_and_the_probes_packets() {
+    let mut host = Host::new(pa_multcp("pa-multcp:n=8,probes=4,pacing=off"));
+    assert_eq!(host.controller.config().to_string(), "pa-multcp:n=8,pacing=off,probes=4");
+    // Four probes and an adjusting loop worth 4, each starting at the
+    // initial window of 10 packets.
+    assert_eq!(host.controller.congestion_window(), 50_000);
+    let sent: Vec<u64> = host.send_allowed(usize::MAX).collect();
+    assert_eq!(sent.len(), 50);
+    let per_probe: Vec<usize> = host.controller.probes.iter().map(|probe| probe.in_flight / 1000).collect();
+    assert_eq!(per_probe, [10, 10, 10, 10], "every probe sends its window");
+    assert_eq!(host.controller.adjusting_in_flight, 10_000);
+    // In slow start the cap is N - K times the probes' mean window.
+    host.event(&sent, &[]);
+    let controller = &host.controller;
+    assert_eq!(controller.probe_window(), 20_000.0);
+    assert_eq!(controller.w_max().map(|packets| packets * 1000.0), Some(4.0 * 20_000.0));
+    assert_eq!(controller.snapshot().value("probes"), Some(Value::Integer(4)));
+    // A loss in one probe halves (CUBIC: 0.7 times) that probe alone.
+    let sent: Vec<u64> = host.send_allowed(usize::MAX).collect();
+    let owner = |number: u64| host.controller.ledger.packets.iter().find(|e| e.number == number).map(|e| e.owner);
+    let lost = *sent.iter().find(|&&n| owner(n) == Some(Owner::Probe(2))).unwrap();
+    host.event(&[], &[lost]);
+    let windows: Vec<f64> = host.controller.probes.iter().map(|probe| probe.window.window()).collect();
+    assert_eq!(windows, [20_000.0, 20_000.0, 14_000.0, 20_000.0]);
+    // `p` is the first probe's: the third's loss is not in its history.
+    assert_eq!(host.controller.loss_event_rate(), None);
+}
+
+#[test]
+fn probes_are_no_more_than_the_whole_flowshares() {
+    let config = |text: &str| crate::testing::config::<PaMulTcpConfig>(text);
+    assert_eq!(config("pa-multcp:n=8,probes=4").active_probes(), 4);
+    assert_eq!(config("pa-multcp:n=2.5,probes=4").active_probes(), 2);
+    assert_eq!(config("pa-multcp:n=0.5,probes=4").active_probes(), 1);
+    // N = K: the probes alone, N separate flows.
+    let two = config("pa-multcp:n=2,probes=2");
+    assert!(!two.has_adjusting_loop());
+    let mut host = Host::new(pa_multcp("pa-multcp:n=2,probes=2"));
+    assert_eq!(host.controller.congestion_window(), 20_000);
+    host.send_allowed(usize::MAX).for_each(drop);
+    assert_eq!(host.controller.probes[1].in_flight, 10_000);
+    assert_eq!(host.controller.snapshot().value("adjusting_window"), None);
+    // A weight change that leaves fewer whole flowshares leaves the extra
+    // probe idle, and the adjusting loop (kept at its minimum of 2 packets
+    // while it was not used) takes up the half flowshare.
+    host.controller.set_weight(1.5).unwrap();
+    assert_eq!(host.controller.config().active_probes(), 1);
+    assert_eq!(host.controller.congestion_window(), 10_000 + 2_000);
 }
 
 #[test]
@@ -581,11 +636,12 @@ proptest! {
         n in prop_oneof![0.01f64..=256.0, 0.01f64..4.0],
         interleave in any::<bool>(),
         cubic in any::<bool>(),
+        probes in 1usize..=4,
         ops in proptest::collection::vec(testing::op(), 1..40),
     ) {
         let assignment = if interleave { Assignment::Interleave } else { Assignment::Consecutive };
         let probe = if cubic { ProbeKind::Cubic } else { ProbeKind::Reno };
-        let config = PaMulTcpConfig::new(n, assignment, probe).unwrap();
+        let config = PaMulTcpConfig::new(n, assignment, probe).unwrap().with_probes(probes).unwrap();
         let mut host = Host::new(PaMulTcp::new(config, &testing::params()));
         for op in &ops {
             host.apply(op);
@@ -594,15 +650,17 @@ proptest! {
             let minimum = 2 * host.mss;
             let probe = snapshot.number("probe_window").unwrap() as usize;
             prop_assert!(probe >= minimum, "{op:?}: {snapshot:?}");
-            prop_assert!(controller.probe.window().is_finite());
+            prop_assert!(controller.probes.iter().all(|probe| probe.window.window() >= minimum as f64));
             let adjusting = controller.adjusting.window();
             prop_assert!(adjusting.is_finite() && adjusting >= minimum as f64, "{op:?}: {snapshot:?}");
             let adjusting_window = snapshot.number("adjusting_window").map(|window| window as usize);
-            prop_assert_eq!(adjusting_window.is_some(), controller.config.n > 1.0);
+            let active = controller.config.active_probes();
+            prop_assert_eq!(adjusting_window.is_some(), controller.config.n > active as f64);
             // The connection's window: each loop's whole packets.
             let whole = |window: usize| window / host.mss * host.mss;
-            let total = whole(probe) + adjusting_window.map_or(0, whole);
-            prop_assert!(snapshot.congestion_window.abs_diff(total) <= host.mss, "{op:?}: {snapshot:?}");
+            let probes: usize = controller.active_probes().iter().map(|probe| whole(probe.window.window() as usize)).sum();
+            let total = probes + adjusting_window.map_or(0, whole);
+            prop_assert!(snapshot.congestion_window.abs_diff(total) <= host.mss * (active + 1), "{op:?}: {snapshot:?}");
             if let Some(p) = snapshot.number("loss_event_rate") {
                 prop_assert!(p > 0.0 && p <= 1.0, "{op:?}: {snapshot:?}");
             }
@@ -612,7 +670,8 @@ proptest! {
             let aimd = controller.adjusting.aimd();
             prop_assert!(aimd.increase.is_finite() && aimd.decrease > 0.0 && aimd.decrease < 1.0, "{aimd:?}");
             prop_assert!(snapshot.pacing_rate.is_some());
-            let in_flight = controller.probe_in_flight + controller.adjusting_in_flight;
+            let in_flight = controller.probes.iter().map(|probe| probe.in_flight).sum::<usize>()
+                + controller.adjusting_in_flight;
             prop_assert_eq!(in_flight, host.in_flight, "{:?}", op);
         }
     }
@@ -648,8 +707,8 @@ fn the_probe_keeps_whole_packets_in_its_window() {
     host.event(&[1], &[]); // the adjusting loop opens
     let probe = host.controller.probe_window();
     assert_eq!(probe, 5_500.0);
-    assert_eq!(host.controller.probe_in_flight, 5_000);
+    assert_eq!(host.controller.probes[0].in_flight, 5_000);
     host.send(2);
-    assert_eq!(host.controller.probe_in_flight, 5_000, "the probe took a packet half of which its window lacks");
+    assert_eq!(host.controller.probes[0].in_flight, 5_000, "the probe took a packet half of which its window lacks");
     assert_eq!(host.controller.last_loop(), Some(Loop::Adjusting));
 }
