@@ -395,68 +395,63 @@ mod tests {
         assert_eq!(analyse(qlog.as_bytes(), 1e6).unwrap(), None);
     }
 
+    /// The report's last two cells (a probe's rate, the adjusting loop's
+    /// packets) for a run of one PA-MulTCP connection (`spec`, 8 Mbit/s)
+    /// beside Linux TCP flows at `tcp_rates`: its controller first reports
+    /// `state` (JSON fields), then 10 packets sent, `probe_packets` of them
+    /// the probes'.
+    fn rates_of_a_run(name: &str, spec: &str, tcp_rates: &[f64], state: &str, probe_packets: u64) -> Vec<String> {
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-{name}-{}", std::process::id()));
+        let qlog_dir = dir.join("qlog/flow-0-server");
+        std::fs::create_dir_all(&qlog_dir).unwrap();
+        let mut flows = vec![format!(
+            r#"{{"id":0,"transport":"quic","role":"weighted","cc":"{spec}","throughput_bps":8e6,"start_s":0.0}}"#
+        )];
+        flows.extend(tcp_rates.iter().enumerate().map(|(i, rate)| {
+            format!(
+                r#"{{"id":{},"transport":"tcp","role":"standard","cc":"cubic","throughput_bps":{rate},"start_s":1.0}}"#,
+                i + 1
+            )
+        }));
+        std::fs::write(dir.join("summary.json"), format!(r#"{{"flows":[{}]}}"#, flows.join(","))).unwrap();
+        let mut records = vec![
+            r#"{"time":0.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":10000}}"#.to_string(),
+            format!(
+                r#"{{"time":0.0,"name":"flowshare:controller_updated","data":{{{state},"probe_packets_sent":0,"probe_packets_lost":0}}}}"#
+            ),
+        ];
+        records.extend((1..=10).map(|t| format!(r#"{{"time":{t}.0,"name":"quic:packet_sent","data":{{}}}}"#)));
+        records.push(format!(
+            r#"{{"time":11.0,"name":"flowshare:controller_updated","data":{{"probe_packets_sent":{probe_packets},"probe_packets_lost":0}}}}"#
+        ));
+        let qlog: String = records.iter().map(|record| format!("{RECORD_SEPARATOR}{record}\n")).collect();
+        std::fs::write(qlog_dir.join("server-x.sqlog"), qlog).unwrap();
+        let report = report(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(report.contains("only rates are compared"), "{report}");
+        let row = report.lines().find(|line| line.contains(spec)).expect("the connection's row");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        cells[cells.len() - 2..].iter().map(|cell| cell.to_string()).collect()
+    }
+
     #[test]
     fn against_linux_tcp_the_probe_is_compared_by_its_rate() {
         // A PA-MulTCP(4) connection at 8 Mbit/s beside two Linux TCP flows
         // at 2 and 4 Mbit/s (mean 3): of its 10 packets after the warm-up
         // the probe sent 2, so its rate is 1.6 Mbit/s, 0.533 of a TCP
         // flow's, and the adjusting loop's 8 packets are 1.333 of 3 probes'.
-        let dir = std::env::temp_dir().join(format!("flowshare-testbed-rates-{}", std::process::id()));
-        let qlog_dir = dir.join("qlog/flow-0-server");
-        std::fs::create_dir_all(&qlog_dir).unwrap();
-        std::fs::write(
-            dir.join("summary.json"),
-            r#"{"flows":[
-                {"id":0,"transport":"quic","role":"weighted","cc":"pa-multcp:n=4","throughput_bps":8e6,"start_s":0.0},
-                {"id":1,"transport":"tcp","role":"standard","cc":"cubic","throughput_bps":2e6,"start_s":1.0},
-                {"id":2,"transport":"tcp","role":"standard","cc":"cubic","throughput_bps":4e6,"start_s":1.0}]}"#,
-        )
-        .unwrap();
-        let mut records = vec![
-            r#"{"time":0.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":10000}}"#.to_string(),
-            r#"{"time":0.0,"name":"flowshare:controller_updated","data":{"weight":4.0,"probe_window":2500,"adjusting_window":7500,"probe_packets_sent":0,"probe_packets_lost":0}}"#.to_string(),
-        ];
-        records.extend((1..=10).map(|t| format!(r#"{{"time":{t}.0,"name":"quic:packet_sent","data":{{}}}}"#)));
-        records.push(r#"{"time":11.0,"name":"flowshare:controller_updated","data":{"probe_packets_sent":2,"probe_packets_lost":0}}"#.to_string());
-        let qlog: String = records.iter().map(|record| format!("{RECORD_SEPARATOR}{record}\n")).collect();
-        std::fs::write(qlog_dir.join("server-x.sqlog"), qlog).unwrap();
-        let report = report(&dir).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert!(report.contains("only rates are compared"), "{report}");
-        let row = report.lines().find(|line| line.contains("pa-multcp:n=4")).expect("the connection's row");
-        let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cells[cells.len() - 2..], ["0.533", "1.333"], "{report}");
+        let state = r#""weight":4.0,"probe_window":2500,"adjusting_window":7500"#;
+        assert_eq!(rates_of_a_run("rates", "pa-multcp:n=4", &[2e6, 4e6], state, 2), ["0.533", "1.333"]);
     }
 
     #[test]
     fn several_probes_are_compared_one_by_one() {
-        // PA-MulTCP(8) with two probes at 8 Mbit/s beside Linux TCP flows
+        // PA-MulTCP(8) with two probes at 8 Mbit/s beside a Linux TCP flow
         // of 2 Mbit/s: of its 10 packets the probes sent 4, so each took
         // 1.6 Mbit/s, 0.8 of a TCP flow's, and the adjusting loop's 6
         // packets are 0.5 of the 6 probes' (2 packets each) it stands for.
-        let dir = std::env::temp_dir().join(format!("flowshare-testbed-probes-{}", std::process::id()));
-        let qlog_dir = dir.join("qlog/flow-0-server");
-        std::fs::create_dir_all(&qlog_dir).unwrap();
-        std::fs::write(
-            dir.join("summary.json"),
-            r#"{"flows":[
-                {"id":0,"transport":"quic","role":"weighted","cc":"pa-multcp:n=8,probes=2","throughput_bps":8e6,"start_s":0.0},
-                {"id":1,"transport":"tcp","role":"standard","cc":"cubic","throughput_bps":2e6,"start_s":1.0}]}"#,
-        )
-        .unwrap();
-        let mut records = vec![
-            r#"{"time":0.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":10000}}"#.to_string(),
-            r#"{"time":0.0,"name":"flowshare:controller_updated","data":{"weight":8.0,"probe_window":2500,"probes":2,"adjusting_window":7500,"probe_packets_sent":0,"probe_packets_lost":0}}"#.to_string(),
-        ];
-        records.extend((1..=10).map(|t| format!(r#"{{"time":{t}.0,"name":"quic:packet_sent","data":{{}}}}"#)));
-        records.push(r#"{"time":11.0,"name":"flowshare:controller_updated","data":{"probe_packets_sent":4,"probe_packets_lost":0}}"#.to_string());
-        let qlog: String = records.iter().map(|record| format!("{RECORD_SEPARATOR}{record}\n")).collect();
-        std::fs::write(qlog_dir.join("server-x.sqlog"), qlog).unwrap();
-        let report = report(&dir).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        let row = report.lines().find(|line| line.contains("probes=2")).expect("the connection's row");
-        let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cells[cells.len() - 2..], ["0.800", "0.500"], "{report}");
+        let state = r#""weight":8.0,"probe_window":2500,"probes":2,"adjusting_window":7500"#;
+        assert_eq!(rates_of_a_run("probes", "pa-multcp:n=8,probes=2", &[2e6], state, 4), ["0.800", "0.500"]);
     }
 
     #[test]
