@@ -207,7 +207,13 @@ impl PaMulTcpConfig {
 
     /// Whether there is an adjusting loop: N above the probes' flowshares.
     pub fn has_adjusting_loop(&self) -> bool {
-        self.n > self.active_probes() as f64
+        self.adjusting_share() > 0.0
+    }
+
+    /// The flowshares the adjusting loop stands for: `N - K`, none when
+    /// the probes hold them all.
+    pub fn adjusting_share(&self) -> f64 {
+        (self.n - self.active_probes() as f64).max(0.0)
     }
 
     /// Flowshares of the probe loop: 1, or N below one flowshare.
@@ -219,7 +225,7 @@ impl PaMulTcpConfig {
     /// (if known) and smoothed RTT `rtt`: `N' = N - K` (K probes, one by
     /// default), times `R` for a CUBIC probe.
     pub fn adjusting_flowshares(&self, loss_event_rate: Option<f64>, rtt: Duration) -> f64 {
-        let n = (self.n - self.active_probes() as f64).max(0.0);
+        let n = self.adjusting_share();
         match (self.probe, loss_event_rate) {
             (ProbeKind::Cubic, Some(p)) => n * cubic_reno_flowshares(p, rtt),
             _ => n,

@@ -52,6 +52,11 @@ pub(super) enum Owner {
     Adjusting,
 }
 
+/// The probe whose packets give `p` (its loss intervals) and whose loss
+/// events end the measured cap's epochs: with several probes, the others'
+/// windows are averaged over the same time.
+pub(super) const MEASURING_PROBE: usize = 0;
+
 /// The loop for the next packet, given the loop of the previous one and
 /// which loops are open (section 4.3; module docs for the closed case).
 /// `probe_due` says, for [`Assignment::Draw`], [`Assignment::Sample`] and

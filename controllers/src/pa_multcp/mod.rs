@@ -268,6 +268,7 @@ use loops::Ledger;
 pub use loops::Loop;
 use loops::Owner;
 use loops::Probe;
+use loops::MEASURING_PROBE;
 
 /// With the measured cap, the adjusting loop runs the pair of a loop worth
 /// this many times its target flowshares, so that on its own it would take
@@ -319,7 +320,7 @@ pub struct PaMulTcp {
     probes: Vec<Probe>,
     /// The adjusting loop; used while N > K, kept as it was otherwise.
     adjusting: WindowLoop,
-    /// Loss intervals of the first probe loop's packets: `p`.
+    /// Loss intervals of the measuring probe's packets: `p`.
     loss_intervals: LossIntervals,
     /// The loop of every packet in flight.
     ledger: Ledger,
@@ -374,7 +375,7 @@ struct ProbePackets {
 impl PaMulTcp {
     /// PA-MulTCP(N) as configured.
     pub fn new(config: PaMulTcpConfig, params: &Params) -> Self {
-        let adjusting_share = (config.n - config.active_probes() as f64).clamp(0.0, 1.0);
+        let adjusting_share = config.adjusting_share().min(1.0);
         let adjusting_params = Params {
             initial_window_packets: (params.initial_window_packets as f64 * adjusting_share)
                 .round()
@@ -429,7 +430,7 @@ impl PaMulTcp {
         &self.adjusting
     }
 
-    /// The loss event rate `p` of the (first) probe loop, once known.
+    /// The loss event rate `p` of the (measuring) probe loop, once known.
     pub fn loss_event_rate(&self) -> Option<f64> {
         self.loss_intervals.loss_event_rate()
     }
@@ -479,7 +480,7 @@ impl PaMulTcp {
             return;
         }
         if self.config.cap == CapRule::Measured {
-            let share = self.config.n - self.config.active_probes() as f64;
+            let share = self.config.adjusting_share();
             // Stiff enough that its cap, not its own losses, sets its rate.
             self.adjusting.set_aimd(loop_pair(ADJUSTING_STIFFNESS * share));
             // Until a whole epoch has been seen (slow start, and the epoch
@@ -509,14 +510,11 @@ impl PaMulTcp {
         let window = probe.window();
         if probe.on_lost(number) {
             self.counters.loss_events += 1;
-            // The epochs are the first probe's: the others' windows are
-            // averaged over the same time, as many epochs of each.
-            if index == 0 {
+            if index == MEASURING_PROBE {
                 self.on_probe_epoch_end(now);
             }
         }
-        if index != 0 {
-            // `p` is the first probe's.
+        if index != MEASURING_PROBE {
             return;
         }
         let first = !self.loss_intervals.has_history();
@@ -525,14 +523,15 @@ impl PaMulTcp {
                 // The path held about half the window slow start reached by
                 // the time the loss was detected.
                 let segments = (window / self.max_datagram_size as f64 / 2.0).max(MINIMUM_WINDOW_PACKETS);
-                let p = self.probes[0].window.loss_event_rate_at_epoch_window(segments, self.smoothed_rtt);
+                let p =
+                    self.probes[MEASURING_PROBE].window.loss_event_rate_at_epoch_window(segments, self.smoothed_rtt);
                 self.loss_intervals.seed(1.0 / p);
             }
             // Below one flowshare the probe answers the full flow's loss
             // event rate (`thinning`), which its losses per event tell; at
             // one flowshare or more its constants stay as they are.
             let losses_per_event = self.probe_losses_per_event();
-            self.probes[0].window.reweight(&self.config, losses_per_event);
+            self.probes[MEASURING_PROBE].window.reweight(&self.config, losses_per_event);
         }
     }
 
@@ -568,7 +567,7 @@ impl PaMulTcp {
     /// forget them so the loops do not stay closed.
     fn forget_in_flight(&mut self) {
         for entry in self.ledger.drain_unresolved() {
-            if entry.owner == Owner::Probe(0) {
+            if entry.owner == Owner::Probe(MEASURING_PROBE) {
                 // Neither acknowledged nor lost: counted in its interval, like a delivered packet.
                 self.loss_intervals.on_acked(entry.number);
             }
@@ -635,7 +634,7 @@ impl Controller for PaMulTcp {
         let owner = match assign(self.config.assignment, self.last_loop, any_probe_open, adjusting_open, probe_due) {
             // With every probe full (a PTO probe, or a sample), the one
             // with the most room.
-            Loop::Probe => Owner::Probe(candidate.or_else(|| roomiest(false)).unwrap_or(0)),
+            Loop::Probe => Owner::Probe(candidate.or_else(|| roomiest(false)).unwrap_or(MEASURING_PROBE)),
             Loop::Adjusting => Owner::Adjusting,
         };
         self.ledger.push(packet.number, packet.bytes, owner);
@@ -653,7 +652,7 @@ impl Controller for PaMulTcp {
                 }
                 probe.window.on_sent(packet.number);
                 self.probe_packets.sent += 1;
-                if index == 0 {
+                if index == MEASURING_PROBE {
                     self.loss_intervals.on_sent(packet.number, packet.time);
                 }
                 self.last_probe = index;
@@ -678,7 +677,7 @@ impl Controller for PaMulTcp {
                 Owner::Probe(index) => {
                     let probe = &mut self.probes[index].window;
                     probe.on_acked(packet.number, packet.bytes, event.now, event.rtt.smoothed, may_grow);
-                    if index == 0 {
+                    if index == MEASURING_PROBE {
                         self.loss_intervals.on_acked(packet.number);
                     }
                 }
@@ -694,7 +693,7 @@ impl Controller for PaMulTcp {
                     self.probe_packets.lost += 1;
                     self.on_probe_loss(index, packet.number, event.now);
                 }
-                Owner::Probe(0) => self.loss_intervals.on_acked(packet.number),
+                Owner::Probe(MEASURING_PROBE) => self.loss_intervals.on_acked(packet.number),
                 Owner::Adjusting if packet.bytes > 0 => {
                     if self.adjusting.on_loss(packet.number) {
                         self.counters.loss_events += 1;
@@ -730,7 +729,7 @@ impl Controller for PaMulTcp {
         let Some((owner, bytes)) = self.ledger.resolve(number) else { return };
         let in_flight = self.in_flight_mut(owner);
         *in_flight = in_flight.saturating_sub(bytes);
-        if owner == Owner::Probe(0) {
+        if owner == Owner::Probe(MEASURING_PROBE) {
             // Neither acknowledged nor lost: counted in its interval, like a delivered packet.
             self.loss_intervals.on_acked(number);
         }
