@@ -426,8 +426,11 @@ mod tests {
         ));
         let qlog: String = records.iter().map(|record| format!("{RECORD_SEPARATOR}{record}\n")).collect();
         std::fs::write(qlog_dir.join("server-x.sqlog"), qlog).unwrap();
-        let report = report(&dir).unwrap();
+        // The directory goes before the report is unwrapped, so that a
+        // failing report leaves no temporary directory behind.
+        let report = report(&dir);
         std::fs::remove_dir_all(&dir).unwrap();
+        let report = report.unwrap();
         assert!(report.contains("only rates are compared"), "{report}");
         let row = report.lines().find(|line| line.contains(spec)).expect("the connection's row");
         let cells: Vec<&str> = row.split_whitespace().collect();
