@@ -2,7 +2,7 @@
 //!
 //! The CUBIC counterpart of MulTCP ([`crate::multcp`]), for sharing links
 //! with CUBIC rather than Reno peers (issue 3). The state machine is the
-//! reference RFC 9438 one, [`CubicWindow`](crate::cubic::CubicWindow) inside
+//! reference RFC 9438 one, [`CubicWindow`] inside
 //! [`Cubic`](crate::cubic::Cubic); only its
 //! constants ([`CubicParams`]) depend on N, derived below so that the
 //! window's response function is N times that of one CUBIC flow.

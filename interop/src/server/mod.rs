@@ -396,7 +396,7 @@ impl Server {
 
     /// The server's entry point for one datagram from `from`: finds its
     /// connection, or decides whether a new one may start (see
-    /// [`admission`]), answering with a Version Negotiation or a Retry
+    /// `admission`), answering with a Version Negotiation or a Retry
     /// where that is due. Anything else is dropped and counted. Public for
     /// fuzzing and tests; the event loop calls it for every datagram.
     pub fn handle_datagram(&mut self, packet: &mut [u8], from: SocketAddr) -> io::Result<()> {

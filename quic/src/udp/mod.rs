@@ -297,7 +297,7 @@ impl fmt::Debug for RecvBatch {
 }
 
 impl RecvBatch {
-    /// Room for [`RECV_SLOTS`] messages of up to [`MAX_RECV_SIZE`] bytes.
+    /// Room for `RECV_SLOTS` messages of up to [`MAX_RECV_SIZE`] bytes.
     pub fn new() -> RecvBatch {
         RecvBatch {
             buffers: vec![0; RECV_SLOTS * MAX_RECV_SIZE],
