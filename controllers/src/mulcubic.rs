@@ -2,9 +2,8 @@
 //!
 //! The CUBIC counterpart of MulTCP ([`crate::multcp`]), for sharing links
 //! with CUBIC rather than Reno peers (issue 3). The state machine is the
-//! reference RFC 9438 one, [`CubicWindow`] inside
-//! [`Cubic`](crate::cubic::Cubic); only its
-//! constants ([`CubicParams`]) depend on N, derived below so that the
+//! reference RFC 9438 one, [`CubicWindow`] inside [`Cubic`](crate::cubic::Cubic);
+//! only its constants ([`CubicParams`]) depend on N, derived below so that the
 //! window's response function is N times that of one CUBIC flow.
 //!
 //! Chromium's QUIC CUBIC emulates N connections with the same `β_N` and

@@ -82,8 +82,8 @@ impl MulTfrcConfig {
     /// The default `b` (RFC 5348 section 3.1).
     pub const DEFAULT_B: f64 = 1.0;
     /// The default `t_mbi`, seconds: a third of a 30 s idle timeout (see
-    /// "Rate floor" in the `multfrc::config` module docs). RFC 5348 section 4.3 sets
-    /// 64 s.
+    /// "Rate floor" in the [module docs](crate::multfrc)). RFC 5348
+    /// section 4.3 sets 64 s.
     pub const DEFAULT_T_MBI: f64 = 10.0;
     /// The default `t_rto`, RTTs, where RFC 5348 sets 4. A QUIC sender
     /// (RFC 9002) detects most losses of a small window by time instead of
