@@ -82,6 +82,13 @@ enum TestbedCommand {
         /// The run's directory (with summary.json and qlog/).
         dir: PathBuf,
     },
+    /// Per cell, PA-MulTCP's probe's packet loss over its peers' and the
+    /// share per flowshare, run by run, with the law share = a r^b fitted
+    /// to them (a run's or a campaign's directory, with qlogs).
+    LossLaw {
+        /// A run's directory or a campaign's --out.
+        dir: PathBuf,
+    },
     /// Per cell, its standard flows' rate and the weighted connection's
     /// over RFC 5348's equation at the standard flows' loss event rate,
     /// and over the control which of the two moved the cell (every
@@ -198,6 +205,10 @@ pub fn run(args: TestbedArgs) -> Result<(), String> {
         }
         TestbedCommand::Windows { dir } => {
             print!("{}", crate::windows::report(&dir)?);
+            Ok(())
+        }
+        TestbedCommand::LossLaw { dir } => {
+            print!("{}", crate::loss_law::report(&dir)?);
             Ok(())
         }
         TestbedCommand::Equation { dir, t_rto } => {

@@ -154,7 +154,7 @@ pub fn compare(summary: &Value, t_rto: f64) -> Result<Option<RunComparison>, Str
 
 /// Every `summary.json` under `dir` (or `dir` itself when it is one),
 /// sorted by path.
-fn summaries(dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn summaries(dir: &Path) -> Result<Vec<PathBuf>, String> {
     if dir.is_file() {
         return Ok(vec![dir.to_path_buf()]);
     }
@@ -194,12 +194,25 @@ impl Cell {
     }
 }
 
-fn show(estimate: Estimate, digits: usize) -> String {
+/// A mean with its 95 % interval, the mean alone for one value.
+pub(crate) fn show(estimate: Estimate, digits: usize) -> String {
     if estimate.ci95.is_finite() {
         format!("{:.digits$} ± {:.digits$}", estimate.mean, estimate.ci95)
     } else {
         format!("{:.digits$}", estimate.mean)
     }
+}
+
+/// Cells by group (`group_of_scenario`), within a group the control
+/// (weight one) first and then by weight, each with its group.
+pub(crate) fn in_grid_order<T>(cells: &BTreeMap<String, T>, weight: impl Fn(&T) -> f64) -> Vec<(&str, &String, &T)> {
+    let mut order: Vec<(&str, &String, &T)> =
+        cells.iter().map(|(name, cell)| (group_of_scenario(name), name, cell)).collect();
+    order.sort_by(|a, b| {
+        let key = |w: f64| if w == 1.0 { f64::NEG_INFINITY } else { w };
+        a.0.cmp(b.0).then(key(weight(a.2)).total_cmp(&key(weight(b.2))))
+    });
+    order
 }
 
 /// The report of every run under `dir` (a run's directory, a campaign's
@@ -226,13 +239,7 @@ pub fn report(dir: &Path, t_rto: f64) -> Result<String, String> {
     if cells.is_empty() {
         return Err(format!("no run under {} has both a weighted and a standard flow with loss", dir.display()));
     }
-    // Within a group, the control first and then by weight.
-    let mut order: Vec<(&str, &String, &Cell)> =
-        cells.iter().map(|(name, cell)| (group_of_scenario(name), name, cell)).collect();
-    order.sort_by(|a, b| {
-        let key = |w: f64| if w == 1.0 { f64::NEG_INFINITY } else { w };
-        a.0.cmp(b.0).then(key(a.2.weight()).total_cmp(&key(b.2.weight())))
-    });
+    let order = in_grid_order(&cells, Cell::weight);
 
     let mut out = format!(
         "Each cell's flows against RFC 5348's equation (b = 1, t_RTO = {t_rto} RTTs) at the standard flows' mean \

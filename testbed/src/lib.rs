@@ -17,6 +17,8 @@
 //! | [`episodes`] | a queue's overflow episodes and the share of them that caught each flow |
 //! | [`arrivals`] | per flow, how its packets reached the bottleneck and which it dropped (`--pcap` traces) |
 //! | [`windows`] | per QUIC sender, its window and PA-MulTCP's loops over the standard flows' (qlogs) |
+//! | [`loss_law`] | per cell, PA-MulTCP's share per flowshare against its probe's loss over its peers' (qlogs) |
+//! | [`equation`] | per cell, both sides of the pair against the TCP throughput equation |
 //! | [`scorecard`] | the lab's scorecard grid through the testbed |
 //! | [`cli`] | `flowshare testbed` and `flowshare compare` |
 
@@ -30,6 +32,7 @@ pub mod emulator;
 pub mod endpoints;
 pub mod episodes;
 pub mod equation;
+pub mod loss_law;
 pub mod netns;
 pub mod process;
 pub mod requirements;

@@ -128,6 +128,19 @@ pub struct SenderWindows {
     pub adjusting_window: Option<f64>,
 }
 
+impl SenderWindows {
+    /// The adjusting loop's packets over `N - K` probes' (a probe's: the
+    /// probes' packets over K); `None` without probe packets or at
+    /// `N <= K`.
+    pub fn adjusting_packets_of_target(&self) -> Option<f64> {
+        let probe = self.probe.as_ref().filter(|probe| probe.packets_sent > 0)?;
+        let weight = self.weight.unwrap_or(1.0);
+        let probes = self.probes.max(1) as f64;
+        let adjusting = self.packets_sent.checked_sub(probe.packets_sent)?;
+        (weight > probes).then(|| adjusting as f64 / ((weight - probes) * probe.packets_sent as f64 / probes))
+    }
+}
+
 /// The time (ms) of a qlog record (JSON-SEQ: the record separator taken
 /// off), read without parsing the rest: the server writes `{"time":T,...`
 /// first.
@@ -226,51 +239,85 @@ fn mean(values: &[f64]) -> Option<f64> {
     Some(mean_and_deviation(values).0).filter(|mean| !mean.is_nan())
 }
 
-/// `flowshare testbed windows DIR`: the table of a run directory's qlogs.
-pub fn report(dir: &Path) -> Result<String, String> {
-    let summary_path = dir.join("summary.json");
-    let summary: Value = std::fs::read_to_string(&summary_path)
-        .map_err(|e| format!("cannot read {}: {e} (a run's directory)", summary_path.display()))
-        .and_then(|text| {
-            serde_json::from_str(&text).map_err(|e| format!("{}: not a run's summary: {e}", summary_path.display()))
-        })?;
-    let warmup_s = TestbedScenario::warmup_of_run(dir)?;
-    let flows = summary["flows"].as_array().ok_or(format!("{}: no flows", summary_path.display()))?;
-    // Standard flows' mean throughput (QUIC and Linux TCP alike): a probe's
-    // rate is compared with it where windows cannot be (no qlog from TCP).
-    let standard_rates: Vec<f64> = flows
-        .iter()
-        .filter(|flow| flow["role"] == "standard")
-        .filter_map(|flow| flow["throughput_bps"].as_f64())
-        .collect();
-    let standard_rate = mean(&standard_rates);
-    let mut senders = Vec::new();
-    for flow in flows.iter().filter(|flow| flow["transport"] == "quic") {
-        let id = flow["id"].as_u64().ok_or(format!("{}: a flow without an id", summary_path.display()))?;
-        let qlog_dir = dir.join("qlog").join(format!("flow-{id}-server"));
-        let mut files: Vec<_> = std::fs::read_dir(&qlog_dir)
-            .map_err(|e| format!("cannot read {}: {e} (runs with --no-qlog write none)", qlog_dir.display()))?
-            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-            .filter(|path| path.extension().is_some_and(|ext| ext == "sqlog"))
+/// A run directory's QUIC senders, from its summary and server qlogs.
+pub(crate) struct Run {
+    /// The run's `summary.json`.
+    pub summary: Value,
+    /// Seconds of warm-up the run discarded.
+    pub warmup_s: f64,
+    senders: Vec<Connection>,
+    /// The standard flows' mean throughput, bits per second.
+    pub standard_rate: Option<f64>,
+}
+
+impl Run {
+    /// Reads the run in `dir`: one error when it is not a run's directory
+    /// or has no qlogs.
+    pub fn read(dir: &Path) -> Result<Run, String> {
+        Run::read_role(dir, None)
+    }
+
+    /// Reads the run in `dir`, with `Some(role)` the qlogs of that role's
+    /// QUIC flows only (each is tens of MB).
+    pub fn read_role(dir: &Path, role: Option<&str>) -> Result<Run, String> {
+        let summary_path = dir.join("summary.json");
+        let summary: Value = std::fs::read_to_string(&summary_path)
+            .map_err(|e| format!("cannot read {}: {e} (a run's directory)", summary_path.display()))
+            .and_then(|text| {
+                serde_json::from_str(&text).map_err(|e| format!("{}: not a run's summary: {e}", summary_path.display()))
+            })?;
+        let warmup_s = TestbedScenario::warmup_of_run(dir)?;
+        let flows = summary["flows"].as_array().ok_or(format!("{}: no flows", summary_path.display()))?;
+        // Standard flows' mean throughput (QUIC and Linux TCP alike): a
+        // probe's rate is compared with it where windows cannot be (no qlog
+        // from TCP).
+        let standard_rates: Vec<f64> = flows
+            .iter()
+            .filter(|flow| flow["role"] == "standard")
+            .filter_map(|flow| flow["throughput_bps"].as_f64())
             .collect();
-        files.sort();
-        // The qlog's clock starts with the connection, the warm-up with the run.
-        let warmup_ms = (warmup_s - flow["start_s"].as_f64().unwrap_or(0.0)).max(0.0) * 1e3;
-        for file in files {
-            let reader = std::fs::File::open(&file)
-                .map(std::io::BufReader::new)
-                .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-            if let Some(sender) = analyse(reader, warmup_ms).map_err(|e| format!("{}: {e}", file.display()))? {
-                senders.push(Connection {
-                    id,
-                    role: flow["role"].as_str().unwrap_or("-").to_string(),
-                    spec: flow["cc"].as_str().unwrap_or("-").to_string(),
-                    sender,
-                    throughput: flow["throughput_bps"].as_f64(),
-                });
+        let standard_rate = mean(&standard_rates);
+        let mut senders = Vec::new();
+        let wanted = |flow: &&Value| flow["transport"] == "quic" && role.is_none_or(|role| flow["role"] == role);
+        for flow in flows.iter().filter(wanted) {
+            let id = flow["id"].as_u64().ok_or(format!("{}: a flow without an id", summary_path.display()))?;
+            let qlog_dir = dir.join("qlog").join(format!("flow-{id}-server"));
+            let mut files: Vec<_> = std::fs::read_dir(&qlog_dir)
+                .map_err(|e| format!("cannot read {}: {e} (runs with --no-qlog write none)", qlog_dir.display()))?
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .filter(|path| path.extension().is_some_and(|ext| ext == "sqlog"))
+                .collect();
+            files.sort();
+            // The qlog's clock starts with the connection, the warm-up with the run.
+            let warmup_ms = (warmup_s - flow["start_s"].as_f64().unwrap_or(0.0)).max(0.0) * 1e3;
+            for file in files {
+                let reader = std::fs::File::open(&file)
+                    .map(std::io::BufReader::new)
+                    .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+                if let Some(sender) = analyse(reader, warmup_ms).map_err(|e| format!("{}: {e}", file.display()))? {
+                    senders.push(Connection {
+                        id,
+                        role: flow["role"].as_str().unwrap_or("-").to_string(),
+                        spec: flow["cc"].as_str().unwrap_or("-").to_string(),
+                        sender,
+                        throughput: flow["throughput_bps"].as_f64(),
+                    });
+                }
             }
         }
+        Ok(Run { summary, warmup_s, senders, standard_rate })
     }
+
+    /// The weighted connection's sender (the first, where a run has
+    /// several).
+    pub fn weighted(&self) -> Option<&SenderWindows> {
+        self.senders.iter().find(|connection| connection.role == "weighted").map(|connection| &connection.sender)
+    }
+}
+
+/// `flowshare testbed windows DIR`: the table of a run directory's qlogs.
+pub fn report(dir: &Path) -> Result<String, String> {
+    let Run { warmup_s, senders, standard_rate, .. } = Run::read(dir)?;
     let standard: Vec<f64> = senders
         .iter()
         .filter(|connection| connection.role == "standard")
@@ -331,12 +378,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
                     }
                     _ => "-".to_string(),
                 },
-                match sender.packets_sent.checked_sub(probe.packets_sent) {
-                    Some(adjusting) if probe.packets_sent > 0 => {
-                        of_adjusting_target(adjusting as f64, probe.packets_sent as f64 / probes)
-                    }
-                    _ => "-".to_string(),
-                },
+                sender.adjusting_packets_of_target().map_or("-".to_string(), |part| format!("{part:.3}")),
             ]),
             None => row.extend(std::iter::repeat_n("-".to_string(), 6)),
         }
