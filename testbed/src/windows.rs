@@ -13,8 +13,8 @@
 //!
 //! Windows are averaged over time after the warm-up: each record of
 //! `quic:recovery_metrics_updated` (`congestion_window`, every QUIC sender)
-//! and `flowshare:controller_updated` (`probe_window`, `adjusting_window`)
-//! holds until the next. Linux TCP senders write no qlog, so against them
+//! and `flowshare:controller_updated` (`probe_window`, `adjusting_window`,
+//! `probe_average`) holds until the next. Linux TCP senders write no qlog, so against them
 //! a probe is compared by its rate: the probes' part of the connection's
 //! packets times the connection's throughput over K, over the standard
 //! flows' mean throughput (`summary.json`), and the adjusting loop by its
@@ -126,6 +126,11 @@ pub struct SenderWindows {
     pub probes: u64,
     /// PA-MulTCP's adjusting loop's mean window, bytes.
     pub adjusting_window: Option<f64>,
+    /// The mean of the probes' average window that PA-MulTCP's measured
+    /// cap scales (`probe_average`, over the last loss epochs), bytes: over
+    /// the probe's mean window it says how far the cap's view of a
+    /// flowshare falls from the probe's.
+    pub probe_average: Option<f64>,
 }
 
 impl SenderWindows {
@@ -157,6 +162,7 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
     let mut window = TimeAverage::new(warmup_ms);
     let mut probe = TimeAverage::new(warmup_ms);
     let mut adjusting = TimeAverage::new(warmup_ms);
+    let mut probe_average = TimeAverage::new(warmup_ms);
     let mut lost = CounterGrowth::new(warmup_ms);
     let mut probe_sent = CounterGrowth::new(warmup_ms);
     let mut probe_lost = CounterGrowth::new(warmup_ms);
@@ -197,6 +203,9 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
         if let Some(value) = data["adjusting_window"].as_f64() {
             adjusting.set(time, value);
         }
+        if let Some(value) = data["probe_average"].as_f64() {
+            probe_average.set(time, value);
+        }
         if let Some(value) = data["probe_packets_sent"].as_u64() {
             probe_sent.record(time, value);
         }
@@ -204,7 +213,7 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
             probe_lost.record(time, value);
         }
     }
-    for average in [&mut window, &mut probe, &mut adjusting] {
+    for average in [&mut window, &mut probe, &mut adjusting, &mut probe_average] {
         average.advance(end);
     }
     let Some(mean_window) = window.mean() else { return Ok(None) };
@@ -220,6 +229,7 @@ pub fn analyse(qlog: impl BufRead, warmup_ms: f64) -> Result<Option<SenderWindow
         }),
         probes,
         adjusting_window: adjusting.mean(),
+        probe_average: probe_average.mean(),
     }))
 }
 
@@ -339,6 +349,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
         "probe KB",
         "probe, of a standard flow's",
         "adjusting over N - K probes",
+        "cap's probe average, of the probe's",
         "probe lost %",
         "probe's rate, of a standard flow's",
         "adjusting's packets over N - K probes'",
@@ -369,6 +380,10 @@ pub fn report(dir: &Path) -> Result<String, String> {
                 sender
                     .adjusting_window
                     .map_or("-".to_string(), |adjusting| of_adjusting_target(adjusting, probe.window)),
+                sender
+                    .probe_average
+                    .filter(|_| probe.window > 0.0)
+                    .map_or("-".to_string(), |average| format!("{:.3}", average / probe.window)),
                 percent(probe.packets_lost, probe.packets_sent),
                 // A probe's part of the connection's packets, of its throughput.
                 match (throughput, standard_rate) {
@@ -380,7 +395,7 @@ pub fn report(dir: &Path) -> Result<String, String> {
                 },
                 sender.adjusting_packets_of_target().map_or("-".to_string(), |part| format!("{part:.3}")),
             ]),
-            None => row.extend(std::iter::repeat_n("-".to_string(), 6)),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
         }
         table.row(row);
     }
@@ -412,7 +427,7 @@ mod tests {
             r#"{"file_schema":"urn:ietf:params:qlog:file:sequential","trace":{}}"#,
             r#"{"time":0.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":10000,"cf_lost_packets":{"total":0,"delta":0}}}"#,
             r#"{"time":10.0,"name":"quic:packet_sent","data":{}}"#,
-            r#"{"time":20.0,"name":"flowshare:controller_updated","data":{"weight":4.0,"probe_window":4000,"adjusting_window":12000,"probe_packets_sent":10,"probe_packets_lost":1}}"#,
+            r#"{"time":20.0,"name":"flowshare:controller_updated","data":{"weight":4.0,"probe_window":4000,"adjusting_window":12000,"probe_average":3600,"probe_packets_sent":10,"probe_packets_lost":1}}"#,
             r#"{"time":50.0,"name":"quic:packet_sent","data":{}}"#,
             r#"{"time":90.0,"name":"quic:recovery_metrics_updated","data":{"cf_lost_packets":{"total":5,"delta":5}}}"#,
             r#"{"time":120.0,"name":"quic:packet_sent","data":{}}"#,
@@ -431,6 +446,8 @@ mod tests {
         assert_eq!((sender.packets_sent, sender.packets_lost, sender.weight), (4, 4, Some(4.0)));
         assert_eq!(sender.probe, Some(LoopWindow { window: 4000.0, packets_sent: 20, packets_lost: 3 }));
         assert_eq!(sender.adjusting_window, Some(12_000.0));
+        // The cap's view of the probe: 0.9 of its window here.
+        assert_eq!(sender.probe_average, Some(3600.0));
         // A quiche sender has no loops; nothing after the warm-up, no window.
         let quiche = analyse(qlog.lines().take(3).collect::<Vec<_>>().join("\n").as_bytes(), 0.0).unwrap();
         assert_eq!(quiche.map(|sender| (sender.window, sender.weight, sender.probe)), Some((10_000.0, None, None)));
