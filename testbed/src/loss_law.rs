@@ -18,7 +18,8 @@
 //!
 //! The adjusting loop's packets over `N - K` probes' are shown beside it,
 //! as `flowshare testbed windows` shows them per run: near one, the share
-//! is the probe's.
+//! is the probe's. In a run of N separate connections (`--separate`) the
+//! first one's probe stands for all of them, and the share is their mean.
 
 use std::collections::BTreeMap;
 use std::path::Path;
