@@ -59,6 +59,8 @@ pub struct RunComparison {
     pub standard_loss_event_rate: f64,
     /// Their mean packets lost per loss event.
     pub standard_losses_per_event: f64,
+    /// Their mean packet loss rate.
+    pub standard_packet_loss_rate: f64,
     /// The mean standard flow's rate over the equation at that loss event
     /// rate.
     pub standard_of_equation: f64,
@@ -83,6 +85,7 @@ struct Flow {
     packets_per_second: f64,
     throughput_bps: f64,
     loss_event_rate: f64,
+    packet_loss_rate: f64,
     losses_per_event: f64,
     rtt_s: f64,
 }
@@ -107,6 +110,7 @@ fn flows(summary: &Value) -> Result<Vec<Flow>, String> {
                 packets_per_second: throughput_bps / 8.0 / wire_bytes,
                 throughput_bps,
                 loss_event_rate,
+                packet_loss_rate,
                 losses_per_event: if loss_event_rate > 0.0 { packet_loss_rate / loss_event_rate } else { 0.0 },
                 rtt_s: number("mean_rtt_ms")? / 1e3,
             })
@@ -143,6 +147,7 @@ pub fn compare(summary: &Value, t_rto: f64) -> Result<Option<RunComparison>, Str
     Ok(Some(RunComparison {
         standard_loss_event_rate: p,
         standard_losses_per_event: mean(standard.iter().map(|f| f.losses_per_event)),
+        standard_packet_loss_rate: mean(standard.iter().map(|f| f.packet_loss_rate)),
         standard_of_equation: standard_packets / equation(rtt),
         weight,
         weighted_loss_event_rate: mean(weighted.iter().map(|f| f.loss_event_rate)),

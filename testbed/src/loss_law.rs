@@ -27,9 +27,11 @@ use std::path::Path;
 use flowshare_lab::report::Table;
 use flowshare_lab::scorecard::card::Estimate;
 
+use crate::equation::compare;
 use crate::equation::in_grid_order;
 use crate::equation::show;
 use crate::equation::summaries;
+use crate::equation::DEFAULT_T_RTO_RTTS;
 use crate::windows::Run;
 
 /// One run's probe and share.
@@ -105,14 +107,9 @@ fn probe_run(dir: &Path, name: String) -> Result<Option<(String, ProbeRun)>, Str
     let run = Run::read_role(dir, Some("weighted"))?;
     let Some(weighted) = run.weighted() else { return Ok(None) };
     let Some(probe) = weighted.probe.as_ref().filter(|probe| probe.packets_sent > 0) else { return Ok(None) };
-    let flows = run.summary["flows"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let role = |role: &'static str| flows.iter().filter(move |flow| flow["role"] == role);
-    let losses: Vec<f64> = role("standard").filter_map(|flow| flow["packet_loss_rate"].as_f64()).collect();
-    let peers_loss = losses.iter().sum::<f64>() / losses.len().max(1) as f64;
-    let weight: f64 = role("weighted").filter_map(|flow| flow["weight"].as_f64()).sum();
-    let weighted_rate: f64 = role("weighted").filter_map(|flow| flow["throughput_bps"].as_f64()).sum();
-    let Some(peers_rate) = run.standard_rate else { return Ok(None) };
-    if !(peers_loss > 0.0 && peers_rate > 0.0 && weight > 0.0) {
+    // The share and the peers' loss as the equation's split counts them.
+    let Some(pair) = compare(&run.summary, DEFAULT_T_RTO_RTTS)? else { return Ok(None) };
+    if pair.standard_packet_loss_rate <= 0.0 {
         return Ok(None);
     }
     let scenario = run.summary["scenario"].as_str().unwrap_or("(unnamed)").to_string();
@@ -120,10 +117,10 @@ fn probe_run(dir: &Path, name: String) -> Result<Option<(String, ProbeRun)>, Str
         scenario,
         ProbeRun {
             run: name,
-            weight,
+            weight: pair.weight,
             probe_loss: probe.packets_lost as f64 / probe.packets_sent as f64,
-            peers_loss,
-            share: weighted_rate / weight / peers_rate,
+            peers_loss: pair.standard_packet_loss_rate,
+            share: pair.share_per_flowshare,
             adjusting: weighted.adjusting_packets_of_target(),
             trusted: crate::results::trusted(&run.summary),
         },
@@ -248,11 +245,11 @@ mod tests {
             std::fs::create_dir_all(run.join("qlog/flow-0-server")).unwrap();
             let tcp = |id: u32| {
                 format!(
-                    r#"{{"id":{id},"transport":"tcp","role":"standard","throughput_bps":2e6,"packet_loss_rate":0.01}}"#
+                    r#"{{"id":{id},"transport":"tcp","role":"standard","weight":1.0,"throughput_bps":2e6,"packet_loss_rate":0.01,"loss_event_rate":0.005,"mean_rtt_ms":40.0}}"#
                 )
             };
             let weighted = format!(
-                r#"{{"id":0,"transport":"quic","role":"weighted","cc":"pa-multcp:n=4","weight":4.0,"throughput_bps":{}}}"#,
+                r#"{{"id":0,"transport":"quic","role":"weighted","cc":"pa-multcp:n=4","weight":4.0,"throughput_bps":{},"packet_loss_rate":0.005,"loss_event_rate":0.003,"mean_rtt_ms":40.0}}"#,
                 4.0 * share * 2e6
             );
             let summary = format!(r#"{{"scenario":"cell","flows":[{weighted},{},{}]}}"#, tcp(1), tcp(2));

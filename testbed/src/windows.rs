@@ -14,11 +14,11 @@
 //! Windows are averaged over time after the warm-up: each record of
 //! `quic:recovery_metrics_updated` (`congestion_window`, every QUIC sender)
 //! and `flowshare:controller_updated` (`probe_window`, `adjusting_window`,
-//! `probe_average`) holds until the next. Linux TCP senders write no qlog, so against them
-//! a probe is compared by its rate: the probes' part of the connection's
-//! packets times the connection's throughput over K, over the standard
-//! flows' mean throughput (`summary.json`), and the adjusting loop by its
-//! packets over `N - K` times a probe's.
+//! `probe_average`) holds until the next. Linux TCP senders write no qlog,
+//! so against them a probe is compared by its rate: the probes' part of the
+//! connection's packets times the connection's throughput over K, over the
+//! standard flows' mean throughput (`summary.json`), and the adjusting loop
+//! by its packets over `N - K` times a probe's.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -254,10 +254,10 @@ pub(crate) struct Run {
     /// The run's `summary.json`.
     pub summary: Value,
     /// Seconds of warm-up the run discarded.
-    pub warmup_s: f64,
+    warmup_s: f64,
     senders: Vec<Connection>,
     /// The standard flows' mean throughput, bits per second.
-    pub standard_rate: Option<f64>,
+    standard_rate: Option<f64>,
 }
 
 impl Run {
