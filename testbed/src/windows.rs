@@ -127,9 +127,10 @@ pub struct SenderWindows {
     /// PA-MulTCP's adjusting loop's mean window, bytes.
     pub adjusting_window: Option<f64>,
     /// The mean of the probes' average window that PA-MulTCP's measured
-    /// cap scales (`probe_average`, over the last loss epochs), bytes: over
-    /// the probe's mean window it says how far the cap's view of a
-    /// flowshare falls from the probe's.
+    /// cap scales (`probe_average`: over its last loss epochs or smoothed
+    /// over time, the spec's `average`), bytes: over the probe's mean
+    /// window it says how far the cap's view of a flowshare falls from the
+    /// probe's.
     pub probe_average: Option<f64>,
 }
 

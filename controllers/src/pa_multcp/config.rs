@@ -45,6 +45,12 @@ pub enum Assignment {
     /// `W_p / (W_p + W_a)` whichever loop has room: the probe's packets are
     /// a fair sample of the connection's.
     Sample,
+    /// Give each packet to the probe loop with probability
+    /// `R_p / (R_p + R_a)`, the loops' whole packets of room: the packets an
+    /// acknowledgement releases go out in random order whichever loop
+    /// they belong to, so the probe's are as often at the front of a
+    /// burst as at its tail.
+    Room,
 }
 
 /// What caps the adjusting loop.
@@ -56,6 +62,19 @@ pub enum CapRule {
     Measured,
     /// Eq. (9)'s `W_max` at the probe's loss event rate, as in paper 000.
     Paper,
+}
+
+/// Which average of the probe's window the measured cap scales.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapAverage {
+    /// The time average over the probe's last four loss epochs, raised by
+    /// the open one where that raises it (the default of a paced
+    /// connection).
+    Epochs,
+    /// The probe's window smoothed exponentially over time, with a time
+    /// constant of four of its mean loss epochs (the default of an unpaced
+    /// one).
+    Smoothed,
 }
 
 /// The algorithm of the probe loop, and so the kind of flow a flowshare is.
@@ -78,6 +97,8 @@ pub struct PaMulTcpConfig {
     pub probe: ProbeKind,
     /// What caps the adjusting loop.
     pub cap: CapRule,
+    /// The average of the probe's window the measured cap scales.
+    pub average: CapAverage,
     /// How the connection spaces its packets.
     pub pacing: Pacing,
     /// With `pacing=split`, the pacer's rate over the window's.
@@ -113,6 +134,7 @@ impl PaMulTcpConfig {
             assignment,
             probe,
             cap: PaMulTcpConfig::DEFAULT_CAP,
+            average: PaMulTcpConfig::default_average(Pacing::DEFAULT),
             pacing: Pacing::DEFAULT,
             split_gain: SPLIT_GAIN,
             thinning: Thinning::Undo,
@@ -131,6 +153,17 @@ impl PaMulTcpConfig {
             Pacing::Off | Pacing::Split => Assignment::Draw,
         }
     }
+    /// The default average of the measured cap of a connection that spaces
+    /// its packets as `pacing` says: over loss epochs when it paces,
+    /// smoothed over time when acknowledgements clock it (module docs of
+    /// [`super`]).
+    pub fn default_average(pacing: Pacing) -> CapAverage {
+        if pacing.ack_clocked() {
+            CapAverage::Smoothed
+        } else {
+            CapAverage::Epochs
+        }
+    }
     /// The default probe.
     pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
     /// The default cap.
@@ -141,6 +174,12 @@ impl PaMulTcpConfig {
     /// The same config with the adjusting loop capped by `cap`.
     pub fn with_cap(self, cap: CapRule) -> Self {
         PaMulTcpConfig { cap, ..self }
+    }
+
+    /// The same config scaling its measured cap to the `average` of the
+    /// probe's window.
+    pub fn with_average(self, average: CapAverage) -> Self {
+        PaMulTcpConfig { average, ..self }
     }
 
     /// The same config spacing its packets as `pacing` says.
@@ -191,6 +230,7 @@ impl PaMulTcpConfig {
     pub fn reweighted(&self, n: f64) -> Result<Self, SpecError> {
         PaMulTcpConfig::new(n, self.assignment, self.probe)?
             .with_cap(self.cap)
+            .with_average(self.average)
             .with_pacing(self.pacing)
             .with_split_gain(self.split_gain)
             .with_thinning(self.thinning)
@@ -251,7 +291,16 @@ impl AlgorithmConfig for PaMulTcpConfig {
         let assignment = args.choice("assign", &ASSIGNMENTS)?;
         let probe = args.choice("probe", &PROBES)?.unwrap_or(PaMulTcpConfig::DEFAULT_PROBE);
         let cap = args.choice("cap", &CAPS)?.unwrap_or(PaMulTcpConfig::DEFAULT_CAP);
+        let average = args.choice("average", &CAP_AVERAGES)?;
         let pacing = args.choice("pacing", &PACINGS)?.unwrap_or(Pacing::DEFAULT);
+        if average.is_some() && cap != CapRule::Measured {
+            return Err(SpecError::new(
+                "pa-multcp",
+                "average",
+                "is the average the measured cap scales; set cap=measured",
+            ));
+        }
+        let average = average.unwrap_or(PaMulTcpConfig::default_average(pacing));
         let split_gain = args.real("split", SPLIT_GAINS)?;
         if split_gain.is_some() && pacing != Pacing::Split {
             return Err(SpecError::new("pa-multcp", "split", "is the gain of pacing=split; set pacing=split too"));
@@ -267,6 +316,7 @@ impl AlgorithmConfig for PaMulTcpConfig {
         let n = args.weight(weight_range(probe))?;
         PaMulTcpConfig::new(n, assignment, probe)?
             .with_cap(cap)
+            .with_average(average)
             .with_pacing(pacing)
             .with_split_gain(split_gain.unwrap_or(SPLIT_GAIN))
             .with_thinning(thinning)
@@ -300,6 +350,9 @@ impl fmt::Display for PaMulTcpConfig {
         if self.cap != PaMulTcpConfig::DEFAULT_CAP {
             write!(f, ",cap={}", choice_name(&CAPS, self.cap))?;
         }
+        if self.cap == CapRule::Measured && self.average != PaMulTcpConfig::default_average(self.pacing) {
+            write!(f, ",average={}", choice_name(&CAP_AVERAGES, self.average))?;
+        }
         if self.pacing != Pacing::DEFAULT {
             write!(f, ",pacing={}", self.pacing.name())?;
         }
@@ -323,12 +376,13 @@ impl fmt::Display for PaMulTcpConfig {
 }
 
 /// The values of `assign`.
-const ASSIGNMENTS: [(&str, Assignment); 5] = [
+const ASSIGNMENTS: [(&str, Assignment); 6] = [
     ("consecutive", Assignment::Consecutive),
     ("interleave", Assignment::Interleave),
     ("draw", Assignment::Draw),
     ("clock", Assignment::Clock),
     ("sample", Assignment::Sample),
+    ("room", Assignment::Room),
 ];
 /// The accepted `split`: above the window's rate, so that
 /// acknowledgements, not the pacer, set the mean rate.
@@ -341,6 +395,8 @@ pub const MAX_PROBES: usize = 16;
 const PROBES_RANGE: Range = Range::closed(1.0, MAX_PROBES as f64);
 /// The values of `cap`.
 const CAPS: [(&str, CapRule); 2] = [("measured", CapRule::Measured), ("paper", CapRule::Paper)];
+/// The values of `average`.
+const CAP_AVERAGES: [(&str, CapAverage); 2] = [("epochs", CapAverage::Epochs), ("smoothed", CapAverage::Smoothed)];
 
 /// The accepted N: CUBIC's constants need N >= 0.01 ([`crate::mulcubic`]).
 fn weight_range(probe: ProbeKind) -> Range {

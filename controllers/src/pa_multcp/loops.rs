@@ -79,14 +79,18 @@ pub fn assign(
     };
     let previous = previous.unwrap_or(match assignment {
         // Start on the probe loop, except when alternating.
-        Assignment::Consecutive | Assignment::Draw | Assignment::Clock | Assignment::Sample => Loop::Probe,
+        Assignment::Consecutive | Assignment::Draw | Assignment::Clock | Assignment::Sample | Assignment::Room => {
+            Loop::Probe
+        }
         Assignment::Interleave => Loop::Adjusting,
     });
     let (first, second) = match assignment {
         Assignment::Consecutive => (previous, previous.other()),
         Assignment::Interleave => (previous.other(), previous),
-        Assignment::Draw | Assignment::Clock | Assignment::Sample if probe_due => (Loop::Probe, Loop::Adjusting),
-        Assignment::Draw | Assignment::Clock | Assignment::Sample => (Loop::Adjusting, Loop::Probe),
+        Assignment::Draw | Assignment::Clock | Assignment::Sample | Assignment::Room if probe_due => {
+            (Loop::Probe, Loop::Adjusting)
+        }
+        Assignment::Draw | Assignment::Clock | Assignment::Sample | Assignment::Room => (Loop::Adjusting, Loop::Probe),
     };
     if open(first) {
         first

@@ -91,6 +91,34 @@ fn sampled_assignment_follows_the_draw_whichever_loop_has_room() {
 }
 
 #[test]
+fn room_assignment_gives_each_packet_to_a_loop_in_proportion_to_its_room() {
+    // PA-MulTCP(4) unpaced at the start, probe and adjusting loop 10
+    // packets of room each: each packet goes to the probe with probability
+    // its whole packets of room over both loops', so the packets leave in
+    // a random order of the loops' slots, and each loop fills exactly.
+    let mut host = Host::new(pa_multcp("pa-multcp:n=4,pacing=off,assign=room"));
+    let loops = loops_of(&mut host, 20);
+    let (mut probe, mut adjusting) = (10.0, 10.0);
+    let expected: Vec<Loop> = (0..20)
+        .map(|number| {
+            if draw(number) * (probe + adjusting) < probe {
+                probe -= 1.0;
+                Loop::Probe
+            } else {
+                adjusting -= 1.0;
+                Loop::Adjusting
+            }
+        })
+        .collect();
+    assert_eq!(loops, expected);
+    assert_eq!(loops.iter().filter(|&&l| l == Loop::Probe).count(), 10);
+    // The draw of the windows' shares gives the same first packets a
+    // different order: it keeps a loop's packets while it has room.
+    let mut drawn = Host::new(pa_multcp("pa-multcp:n=4,pacing=off"));
+    assert_ne!(loops_of(&mut drawn, 20), loops, "the two rules must differ here for this test to tell");
+}
+
+#[test]
 fn clocked_assignment_spaces_the_probes_packets_as_its_own_pacing_would() {
     use Loop::*;
     // The probe's clock at the start: 1.1 x 10 packets per 100 ms, one
@@ -144,6 +172,30 @@ fn each_pacing_has_its_assignment_unless_told_otherwise() {
 }
 
 #[test]
+fn each_pacing_has_its_cap_average_unless_told_otherwise() {
+    let average = |text: &str| crate::testing::config::<PaMulTcpConfig>(text).average;
+    assert_eq!(average("pa-multcp:n=4"), CapAverage::Epochs);
+    assert_eq!(average("pa-multcp:n=4,pacing=even"), CapAverage::Epochs);
+    assert_eq!(average("pa-multcp:n=4,pacing=off"), CapAverage::Smoothed);
+    assert_eq!(average("pa-multcp:n=4,pacing=split"), CapAverage::Smoothed);
+    assert_eq!(average("pa-multcp:n=4,pacing=off,average=epochs"), CapAverage::Epochs);
+    for (text, canonical) in [
+        ("pa-multcp:n=4,pacing=off,average=smoothed", "pa-multcp:n=4,pacing=off"),
+        ("pa-multcp:n=4,pacing=off,average=epochs", "pa-multcp:n=4,average=epochs,pacing=off"),
+        ("pa-multcp:n=4,average=smoothed", "pa-multcp:n=4,average=smoothed"),
+        ("pa-multcp:n=4,average=epochs", "pa-multcp:n=4"),
+        ("pa-multcp:n=4,pacing=off,assign=room", "pa-multcp:n=4,assign=room,pacing=off"),
+    ] {
+        let spec: Spec = text.parse().unwrap();
+        assert_eq!(spec.to_string(), canonical);
+        assert_eq!(spec, canonical.parse().unwrap());
+    }
+    // The paper's cap averages nothing; its spec names no average either.
+    let paper: Spec = "pa-multcp:n=4,cap=paper,pacing=off".parse().unwrap();
+    assert_eq!(paper.to_string(), "pa-multcp:n=4,cap=paper,pacing=off");
+}
+
+#[test]
 fn measured_cap_is_n_minus_one_times_the_probe_window_in_slow_start() {
     let mut host = Host::new(pa_multcp("pa-multcp:n=4"));
     host.round();
@@ -179,7 +231,11 @@ fn measured_cap_follows_the_probes_average_over_its_epochs() {
     // The cap is g (N - 1) times the probe's time-averaged window, and g
     // is 1 or more; by default less the remainders of the adjusting loop's
     // three flows beyond its own, (3 - 1) / 2 packets.
-    for (spec, held_back) in [("pa-multcp:n=4,whole_packets=paper", 0.0), ("pa-multcp:n=4", 1000.0)] {
+    for (spec, held_back) in [
+        ("pa-multcp:n=4,whole_packets=paper", 0.0),
+        ("pa-multcp:n=4", 1000.0),
+        ("pa-multcp:n=4,average=smoothed", 1000.0),
+    ] {
         let (gain, average, cap, adjusting) = cap_after_epochs(spec);
         assert!((1.0..=2.0).contains(&gain), "{spec}: {gain}");
         assert!(close(cap, gain * 3.0 * average - held_back, 1e-9), "{spec}: {cap} {gain} {average}");
@@ -372,13 +428,13 @@ fn assignment_rules() {
         assert_eq!(assign(Interleave, Some(Probe), true, true, due), Adjusting);
         assert_eq!(assign(Interleave, Some(Probe), true, false, due), Probe);
     }
-    for mode in [Draw, Clock] {
+    for mode in [Draw, Clock, Room] {
         assert_eq!(assign(mode, Some(Probe), true, true, true), Probe);
         assert_eq!(assign(mode, Some(Probe), true, true, false), Adjusting);
         assert_eq!(assign(mode, Some(Adjusting), false, true, true), Adjusting);
         assert_eq!(assign(mode, Some(Adjusting), true, false, false), Probe);
     }
-    for mode in [Consecutive, Interleave, Draw, Clock, Sample] {
+    for mode in [Consecutive, Interleave, Draw, Clock, Sample, Room] {
         for previous in [None, Some(Probe), Some(Adjusting)] {
             assert_eq!(assign(mode, previous, false, false, true), Probe);
         }
@@ -549,15 +605,20 @@ fn canonical_spec_parses_back_to_the_same_spec() {
 #[test]
 fn spec_keys_and_errors() {
     let error = |text: &str| text.parse::<Spec>().unwrap_err().to_string();
-    assert!(error("pa-multcp:n=4,assign=random")
-        .contains("assign = \"random\" is not accepted (accepted: consecutive, interleave, draw, clock, sample)"));
+    assert!(error("pa-multcp:n=4,assign=random").contains(
+        "assign = \"random\" is not accepted (accepted: consecutive, interleave, draw, clock, sample, room)"
+    ));
     assert!(error("pa-multcp:n=4,probe=bbr").contains("probe = \"bbr\" is not accepted (accepted: reno, cubic)"));
     assert!(error("pa-multcp:n=300").contains("n = 300 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:n=0.001,probe=cubic").contains("n = 0.001 is out of range; accepted range [0.01, 256]"));
     assert!(error("pa-multcp:m=1").contains(
-        "m is not a known key (accepted: assign, probe, cap, pacing, split, thinning, yield_by, whole_packets, probes, n)"
+        "m is not a known key (accepted: assign, probe, cap, average, pacing, split, thinning, yield_by, whole_packets, probes, n)"
     ));
     assert!(error("pa-multcp:n=4,split=2").contains("split is the gain of pacing=split; set pacing=split too"));
+    assert!(error("pa-multcp:n=4,cap=paper,average=smoothed")
+        .contains("average is the average the measured cap scales; set cap=measured"));
+    assert!(error("pa-multcp:n=4,average=median")
+        .contains("average = \"median\" is not accepted (accepted: epochs, smoothed)"));
     assert!(error("pa-multcp:n=4,pacing=split,split=1").contains("split = 1 is out of range"));
     assert!(error("pa-multcp:n=8,probes=0").contains("probes = 0 is out of range; accepted range [1, 16]"));
     assert!(error("pa-multcp:n=8,probes=2.5").contains("probes = 2.5 is not a whole number"));
