@@ -33,6 +33,8 @@ const SPECS: &[&str] = &[
     "multcp:n=4",
     "multcp:n=4,ack_delay=paper",
     "pa-multcp:n=4",
+    // Unpaced, as the demo and the testbed run it: the cap's smoothed average.
+    "pa-multcp:n=4,pacing=off",
     "mulcubic:n=4",
     "mulcubic:n=4,decrease=per-flow",
     "mulcubic:n=30",
