@@ -77,11 +77,18 @@ pub struct EpochAverage<const V: usize> {
     open: Epoch<V>,
     /// The last observation and when it was made.
     last: Option<(Time, [f64; V])>,
-    /// Whether [`EpochAverage::smoothed`] is kept.
-    smoothing: bool,
-    /// Each value smoothed exponentially over time, with a time constant of
-    /// [`EPOCHS`] mean closed epochs; `None` until an epoch has closed.
-    smoothed: Option<[f64; V]>,
+    /// [`EpochAverage::smoothed`]'s state, where it is kept.
+    smoothing: Option<Smoothing<V>>,
+}
+
+/// Each value smoothed exponentially over time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Smoothing<const V: usize> {
+    /// The smoothed values; `None` until an epoch has closed.
+    values: Option<[f64; V]>,
+    /// [`EPOCHS`] mean closed epochs, seconds, set as each epoch closes so
+    /// that an observation does not sum the epochs again.
+    time_constant: f64,
 }
 
 impl<const V: usize> Default for EpochAverage<V> {
@@ -97,15 +104,14 @@ impl<const V: usize> EpochAverage<V> {
             closed: VecDeque::with_capacity(EPOCHS + 1),
             open: Epoch::default(),
             last: None,
-            smoothing: false,
-            smoothed: None,
+            smoothing: None,
         }
     }
 
     /// The same, also smoothing each value over time
     /// ([`EpochAverage::smoothed`]).
     pub fn with_smoothing(self) -> Self {
-        EpochAverage { smoothing: true, ..self }
+        EpochAverage { smoothing: Some(Smoothing { values: None, time_constant: 0.0 }), ..self }
     }
 
     /// The values are `values` from `now` on.
@@ -113,10 +119,8 @@ impl<const V: usize> EpochAverage<V> {
         if let Some((since, previous)) = self.last {
             let seconds = now.saturating_duration_since(since).as_secs_f64();
             self.open.add(&previous, seconds);
-            if let Some(smoothed) = &mut self.smoothed {
-                let closed: f64 = self.closed.iter().map(|epoch| epoch.seconds).sum();
-                let time_constant = closed / self.closed.len() as f64 * EPOCHS as f64;
-                let keep = (-seconds / time_constant).exp();
+            if let Some(Smoothing { values: Some(smoothed), time_constant }) = &mut self.smoothing {
+                let keep = (-seconds / *time_constant).exp();
                 for (smoothed, previous) in smoothed.iter_mut().zip(previous) {
                     *smoothed = previous + (*smoothed - previous) * keep;
                 }
@@ -135,8 +139,13 @@ impl<const V: usize> EpochAverage<V> {
                 self.closed.pop_front();
             }
             self.closed.push_back(std::mem::take(&mut self.open));
-            if self.smoothing && self.smoothed.is_none() {
-                self.smoothed = self.closed_mean();
+            if let Some(smoothing) = self.smoothing {
+                let closed: f64 = self.closed.iter().map(|epoch| epoch.seconds).sum();
+                self.smoothing = Some(Smoothing {
+                    // It starts from the first closed epoch's mean.
+                    values: smoothing.values.or_else(|| self.closed_mean()),
+                    time_constant: closed / self.closed.len() as f64 * EPOCHS as f64,
+                });
             }
         }
     }
@@ -145,7 +154,7 @@ impl<const V: usize> EpochAverage<V> {
     /// [`EPOCHS`] mean closed epochs, from the first closed epoch's mean on;
     /// `None` before, or without [`EpochAverage::with_smoothing`].
     pub fn smoothed(&self) -> Option<[f64; V]> {
-        self.smoothed
+        self.smoothing.and_then(|smoothing| smoothing.values)
     }
 
     /// The number of closed epochs in the average.
