@@ -32,6 +32,16 @@ pub(crate) fn config<T: AlgorithmConfig + Clone>(spec: &str) -> T {
     parsed.config::<T>().unwrap_or_else(|| panic!("{spec} is not a {}", std::any::type_name::<T>())).clone()
 }
 
+/// Each `(text, canonical)`: `text` prints as `canonical`, which parses
+/// back to the same spec.
+pub(crate) fn assert_canonical(pairs: &[(&str, &str)]) {
+    for &(text, canonical) in pairs {
+        let spec: Spec = text.parse().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spec.to_string(), canonical);
+        assert_eq!(spec, canonical.parse().unwrap());
+    }
+}
+
 /// A host: numbers packets, keeps what is in flight, reports events.
 pub(crate) struct Host<C: Controller> {
     pub(crate) controller: C,

@@ -59,9 +59,9 @@ pub(super) const MEASURING_PROBE: usize = 0;
 
 /// The loop for the next packet, given the loop of the previous one and
 /// which loops are open (section 4.3; module docs for the closed case).
-/// `probe_due` says, for [`Assignment::Draw`], [`Assignment::Sample`] and
-/// [`Assignment::Clock`], whether the draw or the probe's clock gave the
-/// packet to the probe loop.
+/// `probe_due` says, for [`Assignment::Draw`], [`Assignment::Sample`],
+/// [`Assignment::Room`] and [`Assignment::Clock`], whether the draw or the
+/// probe's clock gave the packet to the probe loop.
 pub fn assign(
     assignment: Assignment,
     previous: Option<Loop>,
@@ -77,20 +77,19 @@ pub fn assign(
                 Loop::Adjusting => adjusting_open,
             }
     };
+    // Start on the probe loop, except when alternating.
     let previous = previous.unwrap_or(match assignment {
-        // Start on the probe loop, except when alternating.
-        Assignment::Consecutive | Assignment::Draw | Assignment::Clock | Assignment::Sample | Assignment::Room => {
-            Loop::Probe
-        }
         Assignment::Interleave => Loop::Adjusting,
+        _ => Loop::Probe,
     });
     let (first, second) = match assignment {
         Assignment::Consecutive => (previous, previous.other()),
         Assignment::Interleave => (previous.other(), previous),
-        Assignment::Draw | Assignment::Clock | Assignment::Sample | Assignment::Room if probe_due => {
-            (Loop::Probe, Loop::Adjusting)
-        }
-        Assignment::Draw | Assignment::Clock | Assignment::Sample | Assignment::Room => (Loop::Adjusting, Loop::Probe),
+        // The rules that draw or clock the probe's packets ask `probe_due`.
+        Assignment::Draw | Assignment::Clock | Assignment::Sample | Assignment::Room => match probe_due {
+            true => (Loop::Probe, Loop::Adjusting),
+            false => (Loop::Adjusting, Loop::Probe),
+        },
     };
     if open(first) {
         first

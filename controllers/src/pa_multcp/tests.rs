@@ -158,17 +158,13 @@ fn each_pacing_has_its_assignment_unless_told_otherwise() {
     assert_eq!(assignment("pa-multcp:n=4,pacing=even"), Assignment::Clock);
     assert_eq!(assignment("pa-multcp:n=4,assign=clock,pacing=off"), Assignment::Clock);
     // The spec names the assignment only where it is not its pacing's default.
-    for (text, canonical) in [
+    crate::testing::assert_canonical(&[
         ("pa-multcp:n=4,pacing=off", "pa-multcp:n=4,pacing=off"),
         ("pa-multcp:n=4,pacing=off,assign=clock", "pa-multcp:n=4,assign=clock,pacing=off"),
         ("pa-multcp:n=4,assign=draw", "pa-multcp:n=4,assign=draw"),
         ("pa-multcp:n=4,pacing=split,assign=draw", "pa-multcp:n=4,pacing=split"),
         ("pa-multcp:n=4,pacing=split,assign=sample", "pa-multcp:n=4,assign=sample,pacing=split"),
-    ] {
-        let spec: Spec = text.parse().unwrap();
-        assert_eq!(spec.to_string(), canonical);
-        assert_eq!(spec, canonical.parse().unwrap());
-    }
+    ]);
 }
 
 #[test]
@@ -179,20 +175,15 @@ fn each_pacing_has_its_cap_average_unless_told_otherwise() {
     assert_eq!(average("pa-multcp:n=4,pacing=off"), CapAverage::Smoothed);
     assert_eq!(average("pa-multcp:n=4,pacing=split"), CapAverage::Smoothed);
     assert_eq!(average("pa-multcp:n=4,pacing=off,average=epochs"), CapAverage::Epochs);
-    for (text, canonical) in [
+    crate::testing::assert_canonical(&[
         ("pa-multcp:n=4,pacing=off,average=smoothed", "pa-multcp:n=4,pacing=off"),
         ("pa-multcp:n=4,pacing=off,average=epochs", "pa-multcp:n=4,average=epochs,pacing=off"),
         ("pa-multcp:n=4,average=smoothed", "pa-multcp:n=4,average=smoothed"),
         ("pa-multcp:n=4,average=epochs", "pa-multcp:n=4"),
         ("pa-multcp:n=4,pacing=off,assign=room", "pa-multcp:n=4,assign=room,pacing=off"),
-    ] {
-        let spec: Spec = text.parse().unwrap();
-        assert_eq!(spec.to_string(), canonical);
-        assert_eq!(spec, canonical.parse().unwrap());
-    }
-    // The paper's cap averages nothing; its spec names no average either.
-    let paper: Spec = "pa-multcp:n=4,cap=paper,pacing=off".parse().unwrap();
-    assert_eq!(paper.to_string(), "pa-multcp:n=4,cap=paper,pacing=off");
+        // The paper's cap averages nothing; its spec names no average either.
+        ("pa-multcp:n=4,cap=paper,pacing=off", "pa-multcp:n=4,cap=paper,pacing=off"),
+    ]);
 }
 
 #[test]
