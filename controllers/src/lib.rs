@@ -61,6 +61,7 @@ pub mod pa_multcp;
 pub mod pacing;
 pub mod registry;
 pub mod reno;
+pub mod separate_loops;
 pub mod spec;
 #[cfg(test)]
 mod testing;

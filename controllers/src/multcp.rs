@@ -54,6 +54,11 @@
 //!   remainders N flows keep unsent where the one window's host keeps one
 //!   ([`crate::whole_packets`]); `whole_packets=paper` lets out the whole
 //!   window.
+//! * **Separate loops** (`loops=separate`, not the default): ⌊N⌋ NewReno
+//!   loops in one connection, each with its own packets and clocks, in
+//!   place of the one window ([`crate::separate_loops`]); on the lab's
+//!   small-path drop-tail queues, where the one window takes up to 1.4 of N
+//!   flowshares, they hold all but one cell to N = 16.
 //! * **Timeout (persistent congestion)**: the slow start threshold becomes
 //!   `(N - 1/2) / N` of the window (one of N flows halved), the window drops
 //!   to the minimum and slow start begins again with the rapid phase. For
@@ -69,11 +74,13 @@ use crate::ack_delay::ACK_DELAYS;
 use crate::aimd::Aimd;
 use crate::controller::Controller;
 use crate::controller::Params;
+use crate::grammar::choice_name;
 use crate::grammar::Args;
 use crate::grammar::Range;
 use crate::grammar::SpecError;
 use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
+use crate::separate_loops::SeparateLoops;
 use crate::spec::AlgorithmConfig;
 use crate::thinning::LossesPerEvent;
 use crate::thinning::Thinning;
@@ -125,8 +132,23 @@ pub struct MulTcpConfig {
     /// How the default pair gives up the rest of a flow's share below one
     /// flowshare.
     pub yield_by: YieldBy,
+    /// One window for all N flows, or a loop of its own for each.
+    pub loops: Loops,
     choice: PairChoice,
 }
+
+/// How many window loops MulTCP(N) runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loops {
+    /// One window worth N flows: AIMD(N, 1/2N).
+    One,
+    /// A standard flow's loop for each flowshare, each with its own packets
+    /// and pacing clock ([`crate::separate_loops`]).
+    Separate,
+}
+
+/// The values of MulTCP's `loops` key.
+pub const LOOPS: [(&str, Loops); 2] = [("one", Loops::One), ("separate", Loops::Separate)];
 
 impl MulTcpConfig {
     /// How the default pair yields below one flowshare unless a spec says
@@ -144,6 +166,7 @@ impl MulTcpConfig {
             ack_delay: AckDelay::DEFAULT,
             whole_packets: WholePackets::DEFAULT,
             yield_by: MulTcpConfig::DEFAULT_YIELD_BY,
+            loops: Loops::One,
             choice: PairChoice::Default,
         }
     }
@@ -166,6 +189,7 @@ impl MulTcpConfig {
             ack_delay: AckDelay::DEFAULT,
             whole_packets: WholePackets::DEFAULT,
             yield_by,
+            loops: Loops::One,
             choice: PairChoice::Default,
         })
     }
@@ -216,8 +240,16 @@ impl MulTcpConfig {
             thinning: self.thinning,
             ack_delay: self.ack_delay,
             whole_packets: self.whole_packets,
+            loops: self.loops,
             ..config
         })
+    }
+
+    /// The one-window MulTCP of weight `n` that each of `loops=separate`'s
+    /// loops runs: the default pair, with this configuration's other keys.
+    pub fn loop_config(&self, n: f64) -> MulTcpConfig {
+        let pair = default_pair(n, self.yield_by);
+        MulTcpConfig { n, aimd: pair, loops: Loops::One, choice: PairChoice::Default, ..self.clone() }
     }
 
     /// The AIMD pair of a window whose loss events lose `losses_per_event`
@@ -263,8 +295,12 @@ impl AlgorithmConfig for MulTcpConfig {
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?;
+        let loops = args.choice("loops", &LOOPS)?.unwrap_or(Loops::One);
         let config = MulTcpConfig::pair_from_args(n, yield_by, args)?;
-        Ok(MulTcpConfig { decrease, pacing, thinning, ack_delay, whole_packets, ..config })
+        if loops == Loops::Separate && config.choice != PairChoice::Default {
+            return Err(SpecError::new("multcp", "loops", "= separate runs standard flows' loops; it takes no a or b"));
+        }
+        Ok(MulTcpConfig { decrease, pacing, thinning, ack_delay, whole_packets, loops, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -276,7 +312,11 @@ impl AlgorithmConfig for MulTcpConfig {
     }
 
     fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
-        Some(Box::new(MulTcp::new(self.clone(), params)))
+        Some(match self.loops {
+            Loops::Separate if self.n > 1.0 => Box::new(SeparateLoops::new(self, params)),
+            // At one flowshare or less there is one flow: the one window.
+            _ => Box::new(MulTcp::new(self.clone(), params)),
+        })
     }
 }
 
@@ -341,6 +381,9 @@ impl fmt::Display for MulTcpConfig {
         }
         if self.choice == PairChoice::Default && self.yield_by != MulTcpConfig::DEFAULT_YIELD_BY {
             write!(f, ",yield_by={}", self.yield_by.name())?;
+        }
+        if self.loops != Loops::One {
+            write!(f, ",loops={}", choice_name(&LOOPS, self.loops))?;
         }
         Ok(())
     }
@@ -749,5 +792,34 @@ mod tests {
         assert!(controller.set_weight(0.0).is_err());
         assert!(controller.set_weight(f64::NAN).is_err());
         assert_eq!(controller.config().n, 8.0);
+    }
+
+    #[test]
+    fn separate_loops_is_a_key_that_prints_and_takes_no_pair() {
+        crate::testing::assert_canonical(&[
+            ("multcp:loops=separate,n=4", "multcp:n=4,loops=separate"),
+            ("multcp:n=4,loops=one", "multcp:n=4"),
+            ("multcp:n=3,loops=separate,pacing=off", "multcp:n=3,pacing=off,loops=separate"),
+        ]);
+        let error = |text: &str| text.parse::<Spec>().unwrap_err().to_string();
+        assert!(error("multcp:n=4,loops=separate,a=2").contains("loops = separate runs standard flows' loops"));
+        assert!(error("multcp:n=4,loops=two").contains("accepted: one, separate"));
+        // A weight change keeps the key.
+        let spec: Spec = "multcp:n=4,loops=separate".parse().unwrap();
+        assert_eq!(spec.reweighted(8.0).unwrap().to_string(), "multcp:n=8,loops=separate");
+    }
+
+    #[test]
+    fn separate_loops_at_one_flowshare_or_less_is_the_one_window() {
+        for (text, loops) in [
+            ("multcp:n=4,loops=separate", Some(4)),
+            ("multcp:n=1,loops=separate", None),
+            ("multcp:n=0.5,loops=separate", None),
+        ] {
+            let spec: Spec = text.parse().unwrap();
+            let snapshot = spec.build(&params()).unwrap().snapshot();
+            assert_eq!(snapshot.number("loops"), loops.map(f64::from), "{text}");
+            assert_eq!(snapshot.algorithm, "multcp");
+        }
     }
 }

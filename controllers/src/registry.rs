@@ -13,7 +13,7 @@
 //! | `reno` | - | - | window | none (quiche's built-in in quiche) |
 //! | `cubic` | - | - | window | none (quiche's built-in in quiche) |
 //! | `bbr` | - | - | rate | none (quiche's BBRv2 in quiche, Linux's BBR as a TCP peer; no implementation here, so not in the lab) |
-//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay`, `whole_packets`, `yield_by` ([`crate::multcp`]) |
+//! | `multcp` | (0, 256] | yes | window | `n`, `decrease`, `a`, `b`, `pacing`, `thinning`, `ack_delay`, `whole_packets`, `yield_by`, `loops` ([`crate::multcp`]) |
 //! | `ctcp` | - | - | window | `alpha`, `beta`, `k`, `gamma`, `zeta` ([`crate::ctcp`]) |
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
 //! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning`, `yield_by`, `whole_packets` ([`crate::pa_multcp`]) |
@@ -274,7 +274,7 @@ mod tests {
         assert!(error("multcp:n=inf").contains("n = inf is out of range"));
         assert!(error("multcp:n=four").contains("n = \"four\" is not a number"));
         assert!(error("multcp:m=4").contains(
-            "m is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, whole_packets, yield_by, a, b)"
+            "m is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, whole_packets, yield_by, loops, a, b)"
         ));
         assert!(error("multcp:n=4,n=5").contains("n is given more than once"));
         assert!(error("multcp:n").contains("has no value"));
