@@ -22,12 +22,15 @@ use flowshare_controllers::Spec;
 use flowshare_quic::cert;
 
 /// `pa-multcp:n=4,pacing=off` is how the demo and the testbed run it (the
-/// cap's smoothed average); the others are each controller's defaults.
+/// cap's smoothed average); `multcp:n=4,loops=separate` is MulTCP's
+/// candidate default (controllers/README.md, `loops`); the others are each
+/// controller's defaults.
 const SPECS: &[&str] = &[
     "cubic",
     "reno",
     "multcp:n=1",
     "multcp:n=4",
+    "multcp:n=4,loops=separate",
     "pa-multcp:n=4",
     "pa-multcp:n=4,pacing=off",
     "mulcubic:n=4",
