@@ -52,6 +52,7 @@ pub mod epoch_average;
 pub mod equations;
 pub mod flow_windows;
 pub mod grammar;
+pub mod ledger;
 pub mod loss_intervals;
 pub mod mcompound;
 pub mod mulcubic;

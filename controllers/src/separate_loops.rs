@@ -32,7 +32,6 @@
 //!   times its mean gap, where the loops' clocks, released by the same
 //!   acknowledgement, would put them together.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::controller::AckedPacket;
@@ -45,6 +44,7 @@ use crate::controller::SentPacket;
 use crate::controller::Snapshot;
 use crate::controller::Value;
 use crate::grammar::SpecError;
+use crate::ledger::Ledger;
 use crate::multcp::MulTcp;
 use crate::multcp::MulTcpConfig;
 use crate::time::Time;
@@ -98,8 +98,10 @@ impl Loop {
 pub struct SeparateLoops {
     n: f64,
     loops: Vec<Loop>,
-    /// The loop and size of every packet in flight, by packet number.
-    owners: HashMap<u64, (usize, usize)>,
+    /// The loop and size of every packet in flight.
+    owners: Ledger<usize>,
+    /// The largest packet number sent: the ledger takes increasing ones.
+    largest_sent: Option<u64>,
     /// When the last packet was sent.
     last_sent: Option<Time>,
     max_datagram_size: usize,
@@ -125,7 +127,8 @@ impl SeparateLoops {
         SeparateLoops {
             n: config.n,
             loops,
-            owners: HashMap::new(),
+            owners: Ledger::default(),
+            largest_sent: None,
             last_sent: None,
             max_datagram_size: params.max_datagram_size,
             counters: Counters::default(),
@@ -152,6 +155,11 @@ impl SeparateLoops {
 impl Controller for SeparateLoops {
     fn on_packet_sent(&mut self, packet: &SentPacket) {
         self.counters.record_sent(packet);
+        if self.largest_sent.is_some_and(|largest| packet.number <= largest) {
+            // Out of order: no loop can be told of it, so it is not tracked.
+            return;
+        }
+        self.largest_sent = Some(packet.number);
         let index = self.next_loop(packet.bytes);
         let flow = &mut self.loops[index];
         flow.controller.on_packet_sent(&SentPacket { bytes_in_flight: flow.in_flight, ..*packet });
@@ -160,7 +168,7 @@ impl Controller for SeparateLoops {
             let gap = Duration::from_nanos((packet.bytes as u128 * 1_000_000_000 / rate as u128) as u64);
             flow.due.map_or(packet.time, |due| due.max(packet.time)) + gap
         });
-        self.owners.insert(packet.number, (index, packet.bytes));
+        self.owners.push(packet.number, packet.bytes, index);
         self.last_sent = Some(packet.time);
     }
 
@@ -170,12 +178,12 @@ impl Controller for SeparateLoops {
         let mut acked: Vec<Vec<AckedPacket>> = vec![Vec::new(); count];
         let mut lost: Vec<Vec<LostPacket>> = vec![Vec::new(); count];
         for packet in event.acked {
-            if let Some((index, _)) = self.owners.remove(&packet.number) {
+            if let Some((index, _)) = self.owners.resolve(packet.number) {
                 self.loops[index].held.push((*packet, event.now));
             }
         }
         for packet in event.lost {
-            if let Some((index, _)) = self.owners.remove(&packet.number) {
+            if let Some((index, _)) = self.owners.resolve(packet.number) {
                 lost[index].push(*packet);
             }
         }
@@ -225,7 +233,7 @@ impl Controller for SeparateLoops {
     }
 
     fn on_packet_discarded(&mut self, number: u64) {
-        if let Some((index, bytes)) = self.owners.remove(&number) {
+        if let Some((index, bytes)) = self.owners.resolve(number) {
             let flow = &mut self.loops[index];
             flow.in_flight = flow.in_flight.saturating_sub(bytes);
             flow.controller.on_packet_discarded(number);
@@ -317,9 +325,9 @@ mod tests {
         controller.loops.iter().map(|flow| flow.controller.congestion_window() / MSS).collect()
     }
 
-    /// The loop that packet `number` went to.
+    /// The loop that packet `number` went to (while it is in flight).
     fn owner(controller: &SeparateLoops, number: u64) -> usize {
-        controller.owners[&number].0
+        controller.owners.owner(number).unwrap_or(usize::MAX)
     }
 
     #[test]

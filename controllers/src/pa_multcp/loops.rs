@@ -2,7 +2,6 @@
 //! algorithm, and the ledger that gives each acknowledgement or loss back to
 //! the loop that sent the packet.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::config::Assignment;
@@ -182,56 +181,6 @@ impl ProbeLoop {
             }
             ProbeLoop::Cubic(probe) => cubic_loss_event_rate_at_epoch_window(&probe.params(), window, rtt),
         }
-    }
-}
-
-/// The loop and size of each packet in flight, in packet number order.
-/// Entries are freed once every older packet is resolved too, so the
-/// structure spans the packets in flight and its capacity is reused: no
-/// allocation per packet in steady state.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Ledger {
-    pub(super) packets: VecDeque<LedgerEntry>,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(super) struct LedgerEntry {
-    pub(super) number: u64,
-    pub(super) bytes: usize,
-    pub(super) owner: Owner,
-    /// Acknowledged, lost or discarded; removed once at the front.
-    pub(super) resolved: bool,
-}
-
-impl Ledger {
-    /// Records packet `number`; numbers must increase.
-    pub(super) fn push(&mut self, number: u64, bytes: usize, owner: Owner) {
-        self.packets.push_back(LedgerEntry { number, bytes, owner, resolved: false });
-    }
-
-    /// The loop and size of packet `number`, if it is in flight; it no
-    /// longer is afterwards.
-    pub(super) fn resolve(&mut self, number: u64) -> Option<(Owner, usize)> {
-        let index = self.packets.binary_search_by_key(&number, |entry| entry.number).ok()?;
-        let entry = &mut self.packets[index];
-        if entry.resolved {
-            return None;
-        }
-        entry.resolved = true;
-        let found = (entry.owner, entry.bytes);
-        while self.packets.front().is_some_and(|entry| entry.resolved) {
-            self.packets.pop_front();
-        }
-        Some(found)
-    }
-
-    /// Forgets every packet, returning those not resolved yet.
-    pub(super) fn drain_unresolved(&mut self) -> impl Iterator<Item = LedgerEntry> + '_ {
-        self.packets.drain(..).filter(|entry| !entry.resolved)
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.packets.len()
     }
 }
 

@@ -276,6 +276,7 @@ use crate::controller::Snapshot;
 use crate::controller::Value;
 use crate::epoch_average::EpochAverage;
 use crate::grammar::SpecError;
+use crate::ledger::Ledger;
 use crate::loss_intervals::LossIntervals;
 use crate::loss_intervals::LossOutcome;
 use crate::pacing::draw;
@@ -298,7 +299,6 @@ pub use config::CapRule;
 pub use config::PaMulTcpConfig;
 pub use config::ProbeKind;
 pub use loops::assign;
-use loops::Ledger;
 pub use loops::Loop;
 use loops::Owner;
 use loops::Probe;
@@ -366,7 +366,7 @@ pub struct PaMulTcp {
     /// Loss intervals of the measuring probe's packets: `p`.
     loss_intervals: LossIntervals,
     /// The loop of every packet in flight.
-    ledger: Ledger,
+    ledger: Ledger<Owner>,
     /// Bytes in flight of the adjusting loop.
     adjusting_in_flight: usize,
     /// The loop of the last packet sent.
@@ -759,7 +759,7 @@ impl Controller for PaMulTcp {
                 Owner::Probe(_) | Owner::Adjusting => {}
             }
         }
-        if event.bytes_in_flight == 0 && self.ledger.len() > 0 {
+        if event.bytes_in_flight == 0 && !self.ledger.is_empty() {
             self.forget_in_flight();
         }
         self.update_adjusting();

@@ -206,9 +206,7 @@ fn cap_after_epochs(spec: &str) -> (f64, f64, f64, f64) {
             host.now = host.now + Duration::from_millis(100);
         }
         let sent = host.send_allowed(usize::MAX);
-        let probe_packet = sent
-            .clone()
-            .find(|&n| host.controller.ledger.packets.iter().any(|e| e.number == n && e.owner == Owner::Probe(0)));
+        let probe_packet = sent.clone().find(|&n| host.controller.ledger.owner(n) == Some(Owner::Probe(0)));
         let others: Vec<u64> = sent.filter(|&n| Some(n) != probe_packet).collect();
         host.event(&others, &probe_packet.into_iter().collect::<Vec<_>>());
     }
@@ -636,7 +634,7 @@ fn several_probes_split_the_flowshares_and_the_probes_packets() {
     assert_eq!(controller.snapshot().value("probes"), Some(Value::Integer(4)));
     // A loss in one probe halves (CUBIC: 0.7 times) that probe alone.
     let sent: Vec<u64> = host.send_allowed(usize::MAX).collect();
-    let owner = |number: u64| host.controller.ledger.packets.iter().find(|e| e.number == number).map(|e| e.owner);
+    let owner = |number: u64| host.controller.ledger.owner(number);
     let lost = *sent.iter().find(|&&n| owner(n) == Some(Owner::Probe(2))).unwrap();
     host.event(&[], &[lost]);
     let windows: Vec<f64> = host.controller.probes.iter().map(|probe| probe.window.window()).collect();
