@@ -12,11 +12,15 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug)]
 pub struct Ledger<O> {
     packets: VecDeque<LedgerEntry<O>>,
+    /// The largest packet number ever pushed, kept when the packets are
+    /// forgotten, so that a number the host reuses or sends out of order is
+    /// refused for good.
+    largest: Option<u64>,
 }
 
 impl<O> Default for Ledger<O> {
     fn default() -> Self {
-        Ledger { packets: VecDeque::new() }
+        Ledger { packets: VecDeque::new(), largest: None }
     }
 }
 
@@ -34,8 +38,17 @@ pub struct LedgerEntry<O> {
 }
 
 impl<O: Copy> Ledger<O> {
-    /// Records packet `number`; numbers must increase.
+    /// Whether packet `number` can be recorded: it is above every number
+    /// recorded before. A controller does not track a packet it cannot
+    /// record (out of order), as no loop could be told of it.
+    pub fn takes(&self, number: u64) -> bool {
+        self.largest.is_none_or(|largest| number > largest)
+    }
+
+    /// Records packet `number`, which [`Ledger::takes`].
     pub fn push(&mut self, number: u64, bytes: usize, owner: O) {
+        debug_assert!(self.takes(number), "packet {number} pushed out of order");
+        self.largest = Some(number);
         self.packets.push_back(LedgerEntry { number, bytes, owner, resolved: false });
     }
 
@@ -100,5 +113,7 @@ mod tests {
         let left: Vec<u64> = ledger.drain_unresolved().map(|entry| entry.number).collect();
         assert_eq!(left, vec![7]);
         assert!(ledger.is_empty());
+        // Forgotten packets' numbers stay taken.
+        assert!(!ledger.takes(7) && !ledger.takes(2) && ledger.takes(8));
     }
 }

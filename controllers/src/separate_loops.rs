@@ -80,6 +80,10 @@ struct Loop {
     /// host processed them: a separate flow's receiver acknowledges every
     /// second packet of its own and holds a lone one.
     held: Vec<(AckedPacket, Time)>,
+    /// This loop's part of the event being processed: its acknowledgements
+    /// let go and its losses (capacity kept between events).
+    acked: Vec<AckedPacket>,
+    lost: Vec<LostPacket>,
 }
 
 impl Loop {
@@ -100,8 +104,6 @@ pub struct SeparateLoops {
     loops: Vec<Loop>,
     /// The loop and size of every packet in flight.
     owners: Ledger<usize>,
-    /// The largest packet number sent: the ledger takes increasing ones.
-    largest_sent: Option<u64>,
     /// When the last packet was sent.
     last_sent: Option<Time>,
     max_datagram_size: usize,
@@ -115,7 +117,14 @@ impl SeparateLoops {
         let mut loops = Vec::new();
         let mut push = |n: f64| {
             let flow = MulTcp::new(config.loop_config(n), params);
-            loops.push(Loop { controller: flow, in_flight: 0, due: None, held: Vec::new() });
+            loops.push(Loop {
+                controller: flow,
+                in_flight: 0,
+                due: None,
+                held: Vec::new(),
+                acked: Vec::new(),
+                lost: Vec::new(),
+            });
         };
         for _ in 0..config.n.floor().max(1.0) as usize {
             push(1.0);
@@ -128,24 +137,24 @@ impl SeparateLoops {
             n: config.n,
             loops,
             owners: Ledger::default(),
-            largest_sent: None,
             last_sent: None,
             max_datagram_size: params.max_datagram_size,
             counters: Counters::default(),
         }
     }
 
+    /// The loop with room for a packet of `bytes` whose clock is due first
+    /// (the first of equals), if any has room.
+    fn first_due_with_room(&self, bytes: usize) -> Option<usize> {
+        (0..self.loops.len())
+            .filter(|&index| self.loops[index].has_room(bytes))
+            .min_by_key(|&index| self.loops[index].due)
+    }
+
     /// The loop the next packet of `bytes` goes to: the first due of those
     /// with room, else the one with the most room.
     fn next_loop(&self, bytes: usize) -> usize {
-        let with_room = self
-            .loops
-            .iter()
-            .enumerate()
-            .filter(|(_, flow)| flow.has_room(bytes))
-            .min_by_key(|(index, flow)| (flow.due, *index))
-            .map(|(index, _)| index);
-        with_room.unwrap_or_else(|| {
+        self.first_due_with_room(bytes).unwrap_or_else(|| {
             let spare = |flow: &Loop| flow.controller.congestion_window() as f64 - flow.in_flight as f64;
             (0..self.loops.len()).max_by(|&a, &b| spare(&self.loops[a]).total_cmp(&spare(&self.loops[b]))).unwrap_or(0)
         })
@@ -155,11 +164,10 @@ impl SeparateLoops {
 impl Controller for SeparateLoops {
     fn on_packet_sent(&mut self, packet: &SentPacket) {
         self.counters.record_sent(packet);
-        if self.largest_sent.is_some_and(|largest| packet.number <= largest) {
+        if !self.owners.takes(packet.number) {
             // Out of order: no loop can be told of it, so it is not tracked.
             return;
         }
-        self.largest_sent = Some(packet.number);
         let index = self.next_loop(packet.bytes);
         let flow = &mut self.loops[index];
         flow.controller.on_packet_sent(&SentPacket { bytes_in_flight: flow.in_flight, ..*packet });
@@ -174,9 +182,6 @@ impl Controller for SeparateLoops {
 
     fn on_congestion_event(&mut self, event: &CongestionEvent) {
         self.counters.record_event(event);
-        let count = self.loops.len();
-        let mut acked: Vec<Vec<AckedPacket>> = vec![Vec::new(); count];
-        let mut lost: Vec<Vec<LostPacket>> = vec![Vec::new(); count];
         for packet in event.acked {
             if let Some((index, _)) = self.owners.resolve(packet.number) {
                 self.loops[index].held.push((*packet, event.now));
@@ -184,37 +189,38 @@ impl Controller for SeparateLoops {
         }
         for packet in event.lost {
             if let Some((index, _)) = self.owners.resolve(packet.number) {
-                lost[index].push(*packet);
+                self.loops[index].lost.push(*packet);
             }
         }
-        for (index, flow) in self.loops.iter_mut().enumerate() {
+        for flow in &mut self.loops {
             if let Some(&(_, oldest)) = flow.held.first() {
                 // Pairs go on; a lone acknowledgement waits for its pair, a
                 // loss of the loop's or the receiver's delay.
-                let release = if !lost[index].is_empty() || event.now.saturating_duration_since(oldest) >= MAX_ACK_DELAY
-                {
+                let release = if !flow.lost.is_empty() || event.now.saturating_duration_since(oldest) >= MAX_ACK_DELAY {
                     flow.held.len()
                 } else {
                     flow.held.len() / 2 * 2
                 };
-                acked[index].extend(flow.held.drain(..release).map(|(packet, _)| packet));
+                flow.acked.extend(flow.held.drain(..release).map(|(packet, _)| packet));
             }
-            if acked[index].is_empty() && lost[index].is_empty() {
+            if flow.acked.is_empty() && flow.lost.is_empty() {
                 continue;
             }
             let prior = flow.in_flight;
-            let gone: usize = acked[index].iter().map(|p| p.bytes).sum::<usize>()
-                + lost[index].iter().map(|p| p.bytes).sum::<usize>();
+            let gone: usize =
+                flow.acked.iter().map(|p| p.bytes).sum::<usize>() + flow.lost.iter().map(|p| p.bytes).sum::<usize>();
             flow.in_flight = prior.saturating_sub(gone);
             let before = flow.controller.counters().loss_events;
             flow.controller.on_congestion_event(&CongestionEvent {
-                acked: &acked[index],
-                lost: &lost[index],
+                acked: &flow.acked,
+                lost: &flow.lost,
                 prior_in_flight: prior,
                 bytes_in_flight: flow.in_flight,
                 ..*event
             });
             self.counters.loss_events += flow.controller.counters().loss_events - before;
+            flow.acked.clear();
+            flow.lost.clear();
         }
     }
 
@@ -269,11 +275,8 @@ impl Controller for SeparateLoops {
         }
         let Some(last) = self.last_sent else { return Some(total) };
         let floor = (bytes as f64 * 1e9 / total as f64 * SPACING_FLOOR) as u128;
-        let due = self.loops.iter().filter(|flow| flow.has_room(self.max_datagram_size)).min_by_key(|flow| flow.due);
-        let gap = match due {
-            Some(Loop { due: Some(due), .. }) => due.saturating_duration_since(last).as_nanos(),
-            _ => 0,
-        };
+        let due = self.first_due_with_room(self.max_datagram_size).and_then(|index| self.loops[index].due);
+        let gap = due.map_or(0, |due| due.saturating_duration_since(last).as_nanos());
         Some((bytes * 1_000_000_000 / gap.max(floor).max(1)).min(u64::MAX as u128) as u64)
     }
 

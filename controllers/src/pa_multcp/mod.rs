@@ -373,9 +373,6 @@ pub struct PaMulTcp {
     last_loop: Option<Loop>,
     /// The probe loop that took the last probe packet.
     last_probe: usize,
-    /// Largest packet number sent: packets must be numbered in increasing
-    /// order to be tracked.
-    largest_sent: Option<u64>,
     /// `W_max` in packets, while the adjusting loop is used and `p` is known
     /// (`cap=paper`), or the measured cap in packets (`cap=measured`).
     w_max: Option<f64>,
@@ -438,7 +435,6 @@ impl PaMulTcp {
             adjusting_in_flight: 0,
             last_loop: None,
             last_probe: 0,
-            largest_sent: None,
             w_max: None,
             averages,
             cap_gain: 1.0,
@@ -632,12 +628,11 @@ impl Controller for PaMulTcp {
     fn on_packet_sent(&mut self, packet: &SentPacket) {
         self.counters.record_sent(packet);
         self.gaps.on_sent(packet.number);
-        if self.largest_sent.is_some_and(|largest| packet.number <= largest) {
+        if !self.ledger.takes(packet.number) {
             // Out of order: the ledger, the loops and the loss intervals
             // rely on increasing numbers, so the packet is not tracked.
             return;
         }
-        self.largest_sent = Some(packet.number);
         self.app_limited.on_sent(packet.number);
         // A loop is open while a whole packet fits in what its window
         // leaves, as a standard flow's does in quiche and Linux TCP.
