@@ -107,6 +107,14 @@
 //! ([`crate::whole_packets`]). `whole_packets=paper` lets out the whole
 //! window.
 //!
+//! # Separate loops (`loops=separate`, not the default)
+//!
+//! ⌊N⌋ loops of `mulcubic:n=1` (RFC 9438 CUBIC), and one of MulCUBIC of the
+//! rest of N, in one connection, each with its own packets, its own
+//! acknowledgements and its own pacing clock, in place of the one window
+//! ([`crate::separate_loops`], as MulTCP's `loops=separate`). At N <= 1 the
+//! key changes nothing.
+//!
 //! # Below one flowshare, 0.01 <= N < 1
 //!
 //! `β_N` above would back off harder than one flow, and is negative for
@@ -165,10 +173,14 @@ use crate::cubic::CubicWindow;
 use crate::equations::thin_cubic_params;
 use crate::equations::CubicParams;
 use crate::equations::CUBIC_WEIGHT;
+use crate::grammar::choice_name;
 use crate::grammar::Args;
 use crate::grammar::SpecError;
 use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
+use crate::separate_loops::Loops;
+use crate::separate_loops::SeparateLoops;
+use crate::separate_loops::LOOPS;
 use crate::spec::AlgorithmConfig;
 use crate::thinning::LossesPerEvent;
 use crate::thinning::Thinning;
@@ -204,6 +216,8 @@ pub struct MulCubicConfig {
     /// How the window gives up the rest of a flow's share below one
     /// flowshare.
     pub yield_by: YieldBy,
+    /// One window for all N flows, or a loop of its own for each.
+    pub loops: Loops,
 }
 
 impl MulCubicConfig {
@@ -222,6 +236,7 @@ impl MulCubicConfig {
                 ack_delay: AckDelay::DEFAULT,
                 whole_packets: WholePackets::DEFAULT,
                 yield_by: MulCubicConfig::DEFAULT_YIELD_BY,
+                loops: Loops::One,
             })
         } else {
             Err(SpecError::out_of_range("mulcubic", "n", n, CUBIC_WEIGHT))
@@ -265,14 +280,29 @@ impl MulCubicConfig {
             ack_delay: self.ack_delay,
             whole_packets: self.whole_packets,
             yield_by: self.yield_by,
+            loops: self.loops,
             ..MulCubicConfig::new(n)?
         })
+    }
+
+    /// The one-window MulCUBIC of weight `n` that each of `loops=separate`'s
+    /// loops runs, with this configuration's other keys.
+    pub fn loop_config(&self, n: f64) -> MulCubicConfig {
+        MulCubicConfig { n, loops: Loops::One, ..self.clone() }
+    }
+
+    /// The connection of `loops=separate`: a loop of [`Self::loop_config`]
+    /// for each flowshare and one for the rest.
+    pub fn separate_loops(&self, params: &Params) -> SeparateLoops<MulCubic> {
+        let (config, loop_params) = (self.clone(), *params);
+        let make = Box::new(move |n| MulCubic::new(config.loop_config(n), &loop_params));
+        SeparateLoops::new("mulcubic", self.n, CUBIC_WEIGHT, make, params)
     }
 }
 
 impl AlgorithmConfig for MulCubicConfig {
-    /// Parses `n`, `decrease`, `pacing`, `thinning`, `ack_delay` and
-    /// `yield_by`.
+    /// Parses `n`, `decrease`, `pacing`, `thinning`, `ack_delay`,
+    /// `whole_packets`, `yield_by` and `loops`.
     fn from_args(args: &mut Args) -> Result<Self, SpecError> {
         let config = MulCubicConfig::new(args.weight(CUBIC_WEIGHT)?)?;
         let decrease = args.choice("decrease", &CUBIC_DECREASES)?.unwrap_or(DEFAULT_DECREASE);
@@ -281,7 +311,8 @@ impl AlgorithmConfig for MulCubicConfig {
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(MulCubicConfig::DEFAULT_YIELD_BY);
-        Ok(MulCubicConfig { decrease, pacing, thinning, ack_delay, whole_packets, yield_by, ..config })
+        let loops = args.choice("loops", &LOOPS)?.unwrap_or(Loops::One);
+        Ok(MulCubicConfig { decrease, pacing, thinning, ack_delay, whole_packets, yield_by, loops, ..config })
     }
 
     fn weight(&self) -> f64 {
@@ -293,7 +324,11 @@ impl AlgorithmConfig for MulCubicConfig {
     }
 
     fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
-        Some(Box::new(MulCubic::new(self.clone(), params)))
+        Some(match self.loops {
+            Loops::Separate if self.n > 1.0 => Box::new(self.separate_loops(params)),
+            // At one flowshare or less there is one flow: the one window.
+            _ => Box::new(MulCubic::new(self.clone(), params)),
+        })
     }
 }
 
@@ -317,6 +352,9 @@ impl fmt::Display for MulCubicConfig {
         }
         if self.yield_by != MulCubicConfig::DEFAULT_YIELD_BY {
             write!(f, ",yield_by={}", self.yield_by.name())?;
+        }
+        if self.loops != Loops::One {
+            write!(f, ",loops={}", choice_name(&LOOPS, self.loops))?;
         }
         Ok(())
     }
@@ -746,8 +784,44 @@ mod tests {
             "invalid controller spec \"mulcubic:n=0\": mulcubic: n = 0 is out of range; accepted range [0.01, 256]"
         );
         assert!("mulcubic:n=4,a=1".parse::<Spec>().unwrap_err().to_string().contains(
-            "a is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, whole_packets, yield_by)"
+            "a is not a known key (accepted: n, decrease, pacing, thinning, ack_delay, whole_packets, yield_by, loops)"
         ));
+    }
+
+    #[test]
+    fn separate_loops_are_rfc9438_flows_one_per_flowshare() {
+        crate::testing::assert_canonical(&[
+            ("mulcubic:loops=separate,n=4", "mulcubic:n=4,loops=separate"),
+            ("mulcubic:n=4,loops=one", "mulcubic:n=4"),
+        ]);
+        let spec: Spec = "mulcubic:n=4,loops=separate".parse().unwrap();
+        assert_eq!(spec.reweighted(8.0).unwrap().to_string(), "mulcubic:n=8,loops=separate");
+        for (text, loops) in [
+            ("mulcubic:n=4,loops=separate", Some(4)),
+            ("mulcubic:n=2.5,loops=separate", Some(3)),
+            ("mulcubic:n=1,loops=separate", None),
+            ("mulcubic:n=0.5,loops=separate", None),
+        ] {
+            let spec: Spec = text.parse().unwrap();
+            let mut controller = spec.build(&testing::params()).unwrap();
+            let snapshot = controller.snapshot();
+            assert_eq!(snapshot.number("loops"), loops.map(f64::from), "{text}");
+            assert_eq!(snapshot.algorithm, "mulcubic");
+            if loops.is_some() {
+                controller.set_weight(2.0).unwrap();
+                assert_eq!(controller.snapshot().number("loops"), Some(2.0), "{text}");
+            }
+        }
+        // Each loop is one RFC 9438 flow: a loss backs one of four off by
+        // 0.7, where MulCUBIC(4)'s one window would keep beta_4 = 0.925.
+        let mut host = Host::new(mulcubic_loops(4.0));
+        host.send_allowed(100);
+        host.event(&[], &[5]);
+        assert_eq!(host.controller.snapshot().congestion_window, 3 * 10 * testing::MSS + 7 * testing::MSS);
+    }
+
+    fn mulcubic_loops(n: f64) -> SeparateLoops<MulCubic> {
+        MulCubicConfig { loops: Loops::Separate, ..MulCubicConfig::new(n).unwrap() }.separate_loops(&testing::params())
     }
 
     #[test]

@@ -80,7 +80,9 @@ use crate::grammar::Range;
 use crate::grammar::SpecError;
 use crate::pacing::Pacing;
 use crate::pacing::PACINGS;
+use crate::separate_loops::Loops;
 use crate::separate_loops::SeparateLoops;
+use crate::separate_loops::LOOPS;
 use crate::spec::AlgorithmConfig;
 use crate::thinning::LossesPerEvent;
 use crate::thinning::Thinning;
@@ -136,19 +138,6 @@ pub struct MulTcpConfig {
     pub loops: Loops,
     choice: PairChoice,
 }
-
-/// How many window loops MulTCP(N) runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Loops {
-    /// One window worth N flows: AIMD(N, 1/2N).
-    One,
-    /// A standard flow's loop for each flowshare, each with its own packets
-    /// and pacing clock ([`crate::separate_loops`]).
-    Separate,
-}
-
-/// The values of MulTCP's `loops` key.
-pub const LOOPS: [(&str, Loops); 2] = [("one", Loops::One), ("separate", Loops::Separate)];
 
 impl MulTcpConfig {
     /// How the default pair yields below one flowshare unless a spec says
@@ -252,6 +241,14 @@ impl MulTcpConfig {
         MulTcpConfig { n, aimd: pair, loops: Loops::One, choice: PairChoice::Default, ..self.clone() }
     }
 
+    /// The connection of `loops=separate`: a loop of [`Self::loop_config`]
+    /// for each flowshare and one for the rest.
+    pub fn separate_loops(&self, params: &Params) -> SeparateLoops<MulTcp> {
+        let (config, loop_params) = (self.clone(), *params);
+        let make = Box::new(move |n| MulTcp::new(config.loop_config(n), &loop_params));
+        SeparateLoops::new("multcp", self.n, Range::WEIGHT, make, params)
+    }
+
     /// The AIMD pair of a window whose loss events lose `losses_per_event`
     /// packets on average: below one flowshare with `thinning=undo`, the
     /// increase times the thinning ratio ([`Thinning::ratio`]); otherwise
@@ -313,7 +310,7 @@ impl AlgorithmConfig for MulTcpConfig {
 
     fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
         Some(match self.loops {
-            Loops::Separate if self.n > 1.0 => Box::new(SeparateLoops::new(self, params)),
+            Loops::Separate if self.n > 1.0 => Box::new(self.separate_loops(params)),
             // At one flowshare or less there is one flow: the one window.
             _ => Box::new(MulTcp::new(self.clone(), params)),
         })

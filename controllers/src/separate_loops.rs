@@ -1,6 +1,6 @@
-//! MulTCP's `loops=separate`: one connection that carries N standard flows
-//! side by side, each with its own window, its own packets, its own
-//! acknowledgement clock and its own pacing clock.
+//! `loops=separate` of MulTCP and MulCUBIC: one connection that carries N
+//! standard flows side by side, each with its own window, its own packets,
+//! its own acknowledgement clock and its own pacing clock.
 //!
 //! One window standing for N flows takes more than N flowshares at a full
 //! drop-tail queue on the lab's small paths, where N separate connections
@@ -13,9 +13,11 @@
 //! clock. This controller keeps that inside one connection, as MPAT keeps a
 //! window per flow of an aggregate:
 //!
-//! * ⌊N⌋ loops of `multcp:n=1` (RFC 9002 NewReno) and, where N is not
-//!   whole, one of MulTCP of the rest; at N <= 1 the connection is
-//!   MulTCP(N) itself (the configuration builds that, not this);
+//! * ⌊N⌋ loops of one standard flow (`multcp:n=1`, RFC 9002 NewReno, or
+//!   `mulcubic:n=1`, RFC 9438 CUBIC) and, where N is not whole, one of the
+//!   same algorithm's weight for the rest; at N <= 1 the connection is the
+//!   one window of weight N itself (the configuration builds that, not
+//!   this);
 //! * a packet goes to the loop whose pacing clock is due first among those
 //!   with room in their windows; an acknowledgement or a loss goes to the
 //!   loop whose packet it was; the host sees the sum of the windows;
@@ -32,6 +34,7 @@
 //!   times its mean gap, where the loops' clocks, released by the same
 //!   acknowledgement, would put them together.
 
+use std::fmt;
 use std::time::Duration;
 
 use crate::controller::AckedPacket;
@@ -43,11 +46,24 @@ use crate::controller::Params;
 use crate::controller::SentPacket;
 use crate::controller::Snapshot;
 use crate::controller::Value;
+use crate::grammar::Range;
 use crate::grammar::SpecError;
 use crate::ledger::Ledger;
-use crate::multcp::MulTcp;
-use crate::multcp::MulTcpConfig;
 use crate::time::Time;
+
+/// How many window loops a window controller of weight N runs (the `loops`
+/// key of MulTCP and MulCUBIC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loops {
+    /// One window worth N flows.
+    One,
+    /// A standard flow's loop for each flowshare, each with its own packets
+    /// and pacing clock ([`SeparateLoops`]).
+    Separate,
+}
+
+/// The values of the `loops` key.
+pub const LOOPS: [(&str, Loops); 2] = [("one", Loops::One), ("separate", Loops::Separate)];
 
 /// The smallest part of a flow kept as a loop of its own; less of N is
 /// dropped.
@@ -69,8 +85,20 @@ pub const SPACING_FLOOR: f64 = 0.5;
 
 /// One flow of the connection.
 #[derive(Debug)]
-struct Loop {
-    controller: MulTcp,
+struct Loop<C> {
+    controller: C,
+    /// The flowshares this loop stands for: one, or the rest of N.
+    weight: f64,
+    /// Whether the loop takes new packets. A weight change that leaves
+    /// fewer loops retires the rest: they keep only what they have in
+    /// flight until it is acknowledged or lost, and a later rise of the
+    /// weight takes them up again.
+    active: bool,
+    /// The controller's window and pacing rate as of its last event: the
+    /// host asks for the connection's after every packet and event, and
+    /// only the loop an event went to can have changed.
+    window: usize,
+    rate: Option<u64>,
     /// Bytes of this loop's packets in flight.
     in_flight: usize,
     /// When this loop's pacing clock lets its next packet leave; `None`
@@ -86,22 +114,54 @@ struct Loop {
     lost: Vec<LostPacket>,
 }
 
-impl Loop {
+impl<C: Controller> Loop<C> {
+    fn new(controller: C, weight: f64) -> Self {
+        let (window, rate) = (controller.congestion_window(), controller.pacing_rate());
+        Loop {
+            controller,
+            weight,
+            active: true,
+            window,
+            rate,
+            in_flight: 0,
+            due: None,
+            held: Vec::new(),
+            acked: Vec::new(),
+            lost: Vec::new(),
+        }
+    }
+
+    /// Reads the window and pacing rate again after an event of the loop's.
+    fn refresh(&mut self) {
+        self.window = self.controller.congestion_window();
+        self.rate = self.controller.pacing_rate();
+    }
+
     /// Whether a packet of `bytes` fits in this loop's window whole (a loop
     /// with nothing in flight may always send one, as a host lets a lone
     /// flow do).
     fn has_room(&self, bytes: usize) -> bool {
-        self.in_flight == 0
-            || (self.in_flight + bytes <= self.controller.congestion_window()
-                && self.controller.can_send(self.in_flight))
+        self.active
+            && (self.in_flight == 0
+                || self.in_flight + bytes <= self.window && self.controller.can_send(self.in_flight))
     }
 }
 
-/// N standard flows in one connection (MulTCP's `loops=separate`).
-#[derive(Debug)]
-pub struct SeparateLoops {
+/// Builds a loop of the given weight: one flow of the algorithm, or the
+/// rest of N.
+pub type MakeLoop<C> = Box<dyn Fn(f64) -> C + Send + Sync>;
+
+/// N standard flows in one connection (`loops=separate`), each a `C`.
+pub struct SeparateLoops<C> {
+    /// The algorithm the loops run, for the snapshot and errors.
+    algorithm: &'static str,
     n: f64,
-    loops: Vec<Loop>,
+    /// The weights `set_weight` accepts: the algorithm's.
+    weights: Range,
+    make: MakeLoop<C>,
+    /// Every loop built, active or retired, at the index the ledger names
+    /// it by.
+    loops: Vec<Loop<C>>,
     /// The loop and size of every packet in flight.
     owners: Ledger<usize>,
     /// When the last packet was sent.
@@ -110,37 +170,54 @@ pub struct SeparateLoops {
     counters: Counters,
 }
 
-impl SeparateLoops {
-    /// The loops of `config`'s weight (above one flowshare), each with
-    /// `config`'s other keys.
-    pub fn new(config: &MulTcpConfig, params: &Params) -> Self {
-        let mut loops = Vec::new();
-        let mut push = |n: f64| {
-            let flow = MulTcp::new(config.loop_config(n), params);
-            loops.push(Loop {
-                controller: flow,
-                in_flight: 0,
-                due: None,
-                held: Vec::new(),
-                acked: Vec::new(),
-                lost: Vec::new(),
-            });
-        };
-        for _ in 0..config.n.floor().max(1.0) as usize {
-            push(1.0);
-        }
-        let fraction = config.n - config.n.floor();
-        if config.n > 1.0 && fraction >= SMALLEST_FRACTION {
-            push(fraction);
-        }
+impl<C: fmt::Debug> fmt::Debug for SeparateLoops<C> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.debug_struct("SeparateLoops")
+            .field("algorithm", &self.algorithm)
+            .field("n", &self.n)
+            .field("loops", &self.loops)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The weights of the loops of N: one for each whole flowshare and one for
+/// the rest where it is at least [`SMALLEST_FRACTION`]; below one flowshare
+/// one loop of N.
+fn loop_weights(n: f64) -> Vec<f64> {
+    let whole = n.floor() as usize;
+    let fraction = n - n.floor();
+    if whole == 0 {
+        return vec![n];
+    }
+    let mut weights = vec![1.0; whole];
+    if fraction >= SMALLEST_FRACTION {
+        weights.push(fraction);
+    }
+    weights
+}
+
+impl<C: Controller> SeparateLoops<C> {
+    /// The loops of weight `n` of `algorithm`, each built by `make` of its
+    /// weight ([`loop_weights`]); `weights` is the range of N the algorithm
+    /// accepts, for later weight changes.
+    pub fn new(algorithm: &'static str, n: f64, weights: Range, make: MakeLoop<C>, params: &Params) -> Self {
+        let loops = loop_weights(n).into_iter().map(|weight| Loop::new(make(weight), weight)).collect();
         SeparateLoops {
-            n: config.n,
+            algorithm,
+            n,
+            weights,
+            make,
             loops,
             owners: Ledger::default(),
             last_sent: None,
             max_datagram_size: params.max_datagram_size,
             counters: Counters::default(),
         }
+    }
+
+    /// The loops that take packets.
+    fn active(&self) -> impl Iterator<Item = &Loop<C>> {
+        self.loops.iter().filter(|flow| flow.active)
     }
 
     /// The loop with room for a packet of `bytes` whose clock is due first
@@ -155,13 +232,16 @@ impl SeparateLoops {
     /// with room, else the one with the most room.
     fn next_loop(&self, bytes: usize) -> usize {
         self.first_due_with_room(bytes).unwrap_or_else(|| {
-            let spare = |flow: &Loop| flow.controller.congestion_window() as f64 - flow.in_flight as f64;
-            (0..self.loops.len()).max_by(|&a, &b| spare(&self.loops[a]).total_cmp(&spare(&self.loops[b]))).unwrap_or(0)
+            let spare = |flow: &Loop<C>| flow.window as f64 - flow.in_flight as f64;
+            (0..self.loops.len())
+                .filter(|&index| self.loops[index].active)
+                .max_by(|&a, &b| spare(&self.loops[a]).total_cmp(&spare(&self.loops[b])))
+                .unwrap_or(0)
         })
     }
 }
 
-impl Controller for SeparateLoops {
+impl<C: Controller> Controller for SeparateLoops<C> {
     fn on_packet_sent(&mut self, packet: &SentPacket) {
         self.counters.record_sent(packet);
         if !self.owners.takes(packet.number) {
@@ -172,7 +252,8 @@ impl Controller for SeparateLoops {
         let flow = &mut self.loops[index];
         flow.controller.on_packet_sent(&SentPacket { bytes_in_flight: flow.in_flight, ..*packet });
         flow.in_flight += packet.bytes;
-        flow.due = flow.controller.pacing_rate().filter(|&rate| rate > 0).map(|rate| {
+        flow.refresh();
+        flow.due = flow.rate.filter(|&rate| rate > 0).map(|rate| {
             let gap = Duration::from_nanos((packet.bytes as u128 * 1_000_000_000 / rate as u128) as u64);
             flow.due.map_or(packet.time, |due| due.max(packet.time)) + gap
         });
@@ -219,6 +300,7 @@ impl Controller for SeparateLoops {
                 ..*event
             });
             self.counters.loss_events += flow.controller.counters().loss_events - before;
+            flow.refresh();
             flow.acked.clear();
             flow.lost.clear();
         }
@@ -226,16 +308,25 @@ impl Controller for SeparateLoops {
 
     fn on_retransmission_timeout(&mut self, now: Time) {
         self.counters.timeouts += 1;
-        self.loops.iter_mut().for_each(|flow| flow.controller.on_retransmission_timeout(now));
+        for flow in &mut self.loops {
+            flow.controller.on_retransmission_timeout(now);
+            flow.refresh();
+        }
     }
 
     fn on_persistent_congestion(&mut self, now: Time) {
         self.counters.persistent_congestion += 1;
-        self.loops.iter_mut().for_each(|flow| flow.controller.on_persistent_congestion(now));
+        for flow in &mut self.loops {
+            flow.controller.on_persistent_congestion(now);
+            flow.refresh();
+        }
     }
 
     fn on_app_limited(&mut self, _bytes_in_flight: usize) {
-        self.loops.iter_mut().for_each(|flow| flow.controller.on_app_limited(flow.in_flight));
+        for flow in &mut self.loops {
+            flow.controller.on_app_limited(flow.in_flight);
+            flow.refresh();
+        }
     }
 
     fn on_packet_discarded(&mut self, number: u64) {
@@ -243,23 +334,61 @@ impl Controller for SeparateLoops {
             let flow = &mut self.loops[index];
             flow.in_flight = flow.in_flight.saturating_sub(bytes);
             flow.controller.on_packet_discarded(number);
+            flow.refresh();
         }
     }
 
     fn set_max_datagram_size(&mut self, bytes: usize) {
         self.max_datagram_size = bytes;
-        self.loops.iter_mut().for_each(|flow| flow.controller.set_max_datagram_size(bytes));
+        for flow in &mut self.loops {
+            flow.controller.set_max_datagram_size(bytes);
+            flow.refresh();
+        }
     }
 
-    fn set_weight(&mut self, _weight: f64) -> Result<(), SpecError> {
-        Err(SpecError::not_settable("multcp:loops=separate", "n"))
+    /// Gives the connection the loops of `weight`: the active loops take
+    /// the new loops' weights in order, loops left over retire (their
+    /// packets in flight still count), and loops still missing are taken up
+    /// again from the retired ones or start as new flows do.
+    fn set_weight(&mut self, weight: f64) -> Result<(), SpecError> {
+        if !self.weights.contains(weight) {
+            return Err(SpecError::out_of_range(self.algorithm, "n", weight, self.weights));
+        }
+        let targets = loop_weights(weight);
+        let (active, retired): (Vec<usize>, Vec<usize>) =
+            (0..self.loops.len()).partition(|&index| self.loops[index].active);
+        let mut slots = active.into_iter().chain(retired);
+        for &target in &targets {
+            match slots.next() {
+                Some(index) => {
+                    let flow = &mut self.loops[index];
+                    if flow.weight != target {
+                        flow.controller.set_weight(target)?;
+                        flow.weight = target;
+                    }
+                    flow.active = true;
+                    flow.refresh();
+                }
+                None => {
+                    let mut controller = (self.make)(target);
+                    controller.set_max_datagram_size(self.max_datagram_size);
+                    self.loops.push(Loop::new(controller, target));
+                }
+            }
+        }
+        for index in slots {
+            self.loops[index].active = false;
+        }
+        self.n = weight;
+        Ok(())
     }
 
-    /// What the host may keep in flight: each loop's window, or what it has
-    /// in flight where that is more (a loop in recovery), so that one loop
-    /// over its window does not hold the others back.
+    /// What the host may keep in flight: each active loop's window, or what
+    /// it has in flight where that is more (a loop in recovery), so that one
+    /// loop over its window does not hold the others back, and what retired
+    /// loops still have in flight.
     fn congestion_window(&self) -> usize {
-        self.loops.iter().map(|flow| flow.controller.congestion_window().max(flow.in_flight)).sum()
+        self.loops.iter().map(|flow| if flow.active { flow.window.max(flow.in_flight) } else { flow.in_flight }).sum()
     }
 
     /// Spaces the next packet to the due time of the loop it will go to, at
@@ -269,7 +398,7 @@ impl Controller for SeparateLoops {
     /// None when the loops do not pace (`pacing=off`).
     fn pacing_rate(&self) -> Option<u64> {
         let bytes = self.max_datagram_size as u128;
-        let total: u64 = self.loops.iter().filter_map(|flow| flow.controller.pacing_rate()).sum();
+        let total: u64 = self.active().filter_map(|flow| flow.rate).sum();
         if total == 0 {
             return None;
         }
@@ -285,11 +414,11 @@ impl Controller for SeparateLoops {
     }
 
     fn in_recovery(&self) -> bool {
-        self.loops.iter().any(|flow| flow.controller.in_recovery())
+        self.active().any(|flow| flow.controller.in_recovery())
     }
 
     fn ssthresh(&self) -> Option<usize> {
-        self.loops.iter().map(|flow| flow.controller.ssthresh()).sum()
+        self.active().map(|flow| flow.controller.ssthresh()).sum()
     }
 
     fn counters(&self) -> &Counters {
@@ -297,15 +426,16 @@ impl Controller for SeparateLoops {
     }
 
     fn snapshot(&self) -> Snapshot {
-        let first = self.loops[0].controller.snapshot();
+        let snapshots: Vec<Snapshot> = self.active().map(|flow| flow.controller.snapshot()).collect();
         Snapshot {
-            algorithm: "multcp",
-            phase: first.phase,
-            congestion_window: self.loops.iter().map(|flow| flow.controller.congestion_window()).sum(),
+            algorithm: self.algorithm,
+            // A weight always leaves one loop active.
+            phase: snapshots.first().map_or("retired", |first| first.phase),
+            congestion_window: self.active().map(|flow| flow.window).sum(),
             ssthresh: self.ssthresh(),
-            pacing_rate: self.loops.iter().map(|flow| flow.controller.snapshot().pacing_rate).sum(),
+            pacing_rate: snapshots.iter().map(|snapshot| snapshot.pacing_rate).sum(),
             weight: Some(self.n),
-            state: vec![("loops", Value::Integer(self.loops.len() as u64))],
+            state: vec![("loops", Value::Integer(snapshots.len() as u64))],
         }
     }
 }
@@ -316,20 +446,22 @@ mod tests {
 
     use super::*;
     use crate::aimd::Aimd;
+    use crate::multcp::MulTcp;
+    use crate::multcp::MulTcpConfig;
     use crate::testing;
     use crate::testing::Host;
     use crate::testing::MSS;
 
-    fn loops(spec: &str) -> SeparateLoops {
-        SeparateLoops::new(&testing::config::<MulTcpConfig>(spec), &testing::params())
+    fn loops(spec: &str) -> SeparateLoops<MulTcp> {
+        testing::config::<MulTcpConfig>(spec).separate_loops(&testing::params())
     }
 
-    fn windows(controller: &SeparateLoops) -> Vec<usize> {
+    fn windows<C: Controller>(controller: &SeparateLoops<C>) -> Vec<usize> {
         controller.loops.iter().map(|flow| flow.controller.congestion_window() / MSS).collect()
     }
 
     /// The loop that packet `number` went to (while it is in flight).
-    fn owner(controller: &SeparateLoops, number: u64) -> usize {
+    fn owner<C>(controller: &SeparateLoops<C>, number: u64) -> usize {
         controller.owners.owner(number).unwrap_or(usize::MAX)
     }
 
@@ -342,6 +474,62 @@ mod tests {
         assert_eq!(loops("multcp:n=2.001,loops=separate").loops.len(), 2);
         // Every loop is a standard flow, whatever N is.
         assert!(fractional.loops[..2].iter().all(|flow| flow.controller.config().aimd == Aimd::STANDARD));
+    }
+
+    fn active_weights(controller: &SeparateLoops<MulTcp>) -> Vec<f64> {
+        controller.active().map(|flow| flow.weight).collect()
+    }
+
+    #[test]
+    fn a_lower_weight_retires_loops_that_keep_their_packets_until_they_are_acknowledged() {
+        let mut host = Host::new(loops("multcp:n=4,loops=separate"));
+        host.send_allowed(100);
+        host.controller.set_weight(2.5).unwrap();
+        assert_eq!(active_weights(&host.controller), [1.0, 1.0, 0.5]);
+        assert_eq!(host.controller.loops[2].controller.config().n, 0.5);
+        let retired = &host.controller.loops[3];
+        assert!(!retired.active && retired.in_flight == 10 * MSS && !retired.has_room(MSS));
+        assert_eq!(host.controller.snapshot().number("loops"), Some(3.0));
+        assert_eq!(host.controller.snapshot().weight, Some(2.5));
+        // The retired loop's packets still count against the host's window
+        // and still reach it when acknowledged.
+        assert_eq!(host.controller.congestion_window(), 30 * MSS + 10 * MSS);
+        let mine: Vec<u64> = (0..40).filter(|&number| owner(&host.controller, number) == 3).collect();
+        host.event(&mine, &[]);
+        assert_eq!(host.controller.loops[3].in_flight, 0);
+        assert_eq!(host.controller.loops[3].controller.counters().packets_acked, 10);
+        assert_eq!(host.controller.congestion_window(), 30 * MSS);
+        // New packets go only to the active loops.
+        host.send_allowed(100);
+        assert_eq!(host.controller.loops[3].in_flight, 0);
+    }
+
+    #[test]
+    fn a_higher_weight_takes_retired_loops_up_again_and_adds_new_flows() {
+        let mut host = Host::new(loops("multcp:n=3,loops=separate"));
+        host.send_allowed(100);
+        host.controller.set_weight(1.0).unwrap();
+        assert_eq!(active_weights(&host.controller), [1.0]);
+        host.controller.set_weight(0.5).unwrap();
+        assert_eq!(active_weights(&host.controller), [0.5]);
+        host.controller.set_weight(5.25).unwrap();
+        assert_eq!(active_weights(&host.controller), [1.0, 1.0, 1.0, 1.0, 1.0, 0.25]);
+        assert_eq!(host.controller.loops.len(), 6);
+        // A new loop starts as a new flow does; a loop taken up again goes on
+        // from where it was.
+        assert_eq!(windows(&host.controller)[3..], [10, 10, 10]);
+        assert_eq!(host.controller.loops[1].in_flight, 10 * MSS);
+        assert!(host.controller.can_send(host.in_flight));
+    }
+
+    #[test]
+    fn a_weight_out_of_range_is_refused_and_changes_nothing() {
+        let mut controller = loops("multcp:n=4,loops=separate");
+        for weight in [0.0, -1.0, 300.0, f64::NAN] {
+            let error = controller.set_weight(weight).unwrap_err().to_string();
+            assert!(error.starts_with("multcp: n = "), "{error}");
+            assert_eq!(active_weights(&controller), [1.0; 4]);
+        }
     }
 
     #[test]
@@ -378,7 +566,8 @@ mod tests {
         host.send_allowed(100);
         let first = owner(&host.controller, 0);
         let mine: Vec<u64> = (0..20).filter(|&number| owner(&host.controller, number) == first).collect();
-        let acked = |host: &Host<SeparateLoops>| host.controller.loops[first].controller.counters().packets_acked;
+        let acked =
+            |host: &Host<SeparateLoops<MulTcp>>| host.controller.loops[first].controller.counters().packets_acked;
         host.event(&[mine[0]], &[]);
         assert_eq!(acked(&host), 0, "a lone acknowledgement waits");
         host.event(&[mine[1]], &[]);
@@ -415,8 +604,12 @@ mod tests {
             for op in &ops {
                 host.apply(op);
                 let controller = &host.controller;
-                prop_assert!(controller.congestion_window() >= 2 * host.mss * controller.loops.len());
+                prop_assert!(controller.congestion_window() >= 2 * host.mss * controller.active().count());
                 prop_assert!(controller.pacing_rate().is_none_or(|rate| rate > 0));
+                for flow in &controller.loops {
+                    prop_assert_eq!(flow.window, flow.controller.congestion_window(), "a loop's window is read after its event");
+                    prop_assert_eq!(flow.rate, flow.controller.pacing_rate(), "so is its pacing rate");
+                }
                 let in_flight: usize = controller.loops.iter().map(|flow| flow.in_flight).sum();
                 let held: usize = controller.loops.iter().flat_map(|flow| &flow.held).map(|(packet, _)| packet.bytes).sum();
                 prop_assert!(in_flight <= host.in_flight + held, "{in_flight} in the loops, {} in the host, {held} held", host.in_flight);

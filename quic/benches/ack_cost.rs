@@ -22,7 +22,7 @@ use flowshare_controllers::Spec;
 use flowshare_quic::cert;
 
 /// `pa-multcp:n=4,pacing=off` is how the demo and the testbed run it (the
-/// cap's smoothed average); `multcp:n=4,loops=separate` is MulTCP's
+/// cap's smoothed average); `loops=separate` is MulTCP's and MulCUBIC's
 /// candidate default (controllers/README.md, `loops`); the others are each
 /// controller's defaults.
 const SPECS: &[&str] = &[
@@ -34,6 +34,7 @@ const SPECS: &[&str] = &[
     "pa-multcp:n=4",
     "pa-multcp:n=4,pacing=off",
     "mulcubic:n=4",
+    "mulcubic:n=4,loops=separate",
     "multfrc:n=4",
     "ctcp",
 ];
