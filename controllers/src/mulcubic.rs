@@ -236,7 +236,7 @@ impl MulCubicConfig {
                 ack_delay: AckDelay::DEFAULT,
                 whole_packets: WholePackets::DEFAULT,
                 yield_by: MulCubicConfig::DEFAULT_YIELD_BY,
-                loops: Loops::One,
+                loops: Loops::DEFAULT,
             })
         } else {
             Err(SpecError::out_of_range("mulcubic", "n", n, CUBIC_WEIGHT))
@@ -311,7 +311,7 @@ impl AlgorithmConfig for MulCubicConfig {
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(MulCubicConfig::DEFAULT_YIELD_BY);
-        let loops = args.choice("loops", &LOOPS)?.unwrap_or(Loops::One);
+        let loops = args.choice("loops", &LOOPS)?.unwrap_or(Loops::DEFAULT);
         Ok(MulCubicConfig { decrease, pacing, thinning, ack_delay, whole_packets, yield_by, loops, ..config })
     }
 
@@ -353,7 +353,7 @@ impl fmt::Display for MulCubicConfig {
         if self.yield_by != MulCubicConfig::DEFAULT_YIELD_BY {
             write!(f, ",yield_by={}", self.yield_by.name())?;
         }
-        if self.loops != Loops::One {
+        if self.loops != Loops::DEFAULT {
             write!(f, ",loops={}", choice_name(&LOOPS, self.loops))?;
         }
         Ok(())
@@ -791,11 +791,11 @@ mod tests {
     #[test]
     fn separate_loops_are_rfc9438_flows_one_per_flowshare() {
         crate::testing::assert_canonical(&[
-            ("mulcubic:loops=separate,n=4", "mulcubic:n=4,loops=separate"),
-            ("mulcubic:n=4,loops=one", "mulcubic:n=4"),
+            ("mulcubic:loops=separate,n=4", "mulcubic:n=4"),
+            ("mulcubic:n=4,loops=one", "mulcubic:n=4,loops=one"),
         ]);
-        let spec: Spec = "mulcubic:n=4,loops=separate".parse().unwrap();
-        assert_eq!(spec.reweighted(8.0).unwrap().to_string(), "mulcubic:n=8,loops=separate");
+        let spec: Spec = "mulcubic:n=4,loops=one".parse().unwrap();
+        assert_eq!(spec.reweighted(8.0).unwrap().to_string(), "mulcubic:n=8,loops=one");
         for (text, loops) in [
             ("mulcubic:n=4,loops=separate", Some(4)),
             ("mulcubic:n=2.5,loops=separate", Some(3)),

@@ -178,7 +178,7 @@ impl MulTcpConfig {
             ack_delay: AckDelay::DEFAULT,
             whole_packets: WholePackets::DEFAULT,
             yield_by,
-            loops: Loops::One,
+            loops: Loops::DEFAULT,
             choice: PairChoice::Default,
         })
     }
@@ -196,6 +196,7 @@ impl MulTcpConfig {
         }
         Ok(MulTcpConfig {
             aimd: Aimd { increase: a, decrease: Aimd::weighted_decrease(n, a) },
+            loops: Loops::One,
             choice: PairChoice::Increase,
             ..base
         })
@@ -210,6 +211,7 @@ impl MulTcpConfig {
         }
         Ok(MulTcpConfig {
             aimd: Aimd { increase: Aimd::weighted_increase(n, b), decrease: b },
+            loops: Loops::One,
             choice: PairChoice::Decrease,
             ..base
         })
@@ -292,11 +294,12 @@ impl AlgorithmConfig for MulTcpConfig {
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?;
-        let loops = args.choice("loops", &LOOPS)?.unwrap_or(Loops::One);
+        let loops = args.choice("loops", &LOOPS)?;
         let config = MulTcpConfig::pair_from_args(n, yield_by, args)?;
-        if loops == Loops::Separate && config.choice != PairChoice::Default {
+        if loops == Some(Loops::Separate) && config.choice != PairChoice::Default {
             return Err(SpecError::new("multcp", "loops", "= separate runs standard flows' loops; it takes no a or b"));
         }
+        let loops = loops.unwrap_or(config.loops);
         Ok(MulTcpConfig { decrease, pacing, thinning, ack_delay, whole_packets, loops, ..config })
     }
 
@@ -379,7 +382,9 @@ impl fmt::Display for MulTcpConfig {
         if self.choice == PairChoice::Default && self.yield_by != MulTcpConfig::DEFAULT_YIELD_BY {
             write!(f, ",yield_by={}", self.yield_by.name())?;
         }
-        if self.loops != Loops::One {
+        // A pair of one's own (a or b) runs one window, so only the default
+        // pair names its loops.
+        if self.choice == PairChoice::Default && self.loops != Loops::DEFAULT {
             write!(f, ",loops={}", choice_name(&LOOPS, self.loops))?;
         }
         Ok(())
@@ -794,16 +799,21 @@ mod tests {
     #[test]
     fn separate_loops_is_a_key_that_prints_and_takes_no_pair() {
         crate::testing::assert_canonical(&[
-            ("multcp:loops=separate,n=4", "multcp:n=4,loops=separate"),
-            ("multcp:n=4,loops=one", "multcp:n=4"),
-            ("multcp:n=3,loops=separate,pacing=off", "multcp:n=3,pacing=off,loops=separate"),
+            ("multcp:loops=separate,n=4", "multcp:n=4"),
+            ("multcp:n=4,loops=one", "multcp:n=4,loops=one"),
+            ("multcp:n=3,loops=one,pacing=off", "multcp:n=3,pacing=off,loops=one"),
+            // A pair of one's own runs one window.
+            ("multcp:n=4,a=2", "multcp:n=4,a=2"),
+            ("multcp:n=4,a=2,loops=one", "multcp:n=4,a=2"),
         ]);
+        assert_eq!(crate::testing::config::<MulTcpConfig>("multcp:n=4").loops, Loops::Separate);
+        assert_eq!(crate::testing::config::<MulTcpConfig>("multcp:n=4,b=0.1").loops, Loops::One);
         let error = |text: &str| text.parse::<Spec>().unwrap_err().to_string();
         assert!(error("multcp:n=4,loops=separate,a=2").contains("loops = separate runs standard flows' loops"));
         assert!(error("multcp:n=4,loops=two").contains("accepted: one, separate"));
         // A weight change keeps the key.
-        let spec: Spec = "multcp:n=4,loops=separate".parse().unwrap();
-        assert_eq!(spec.reweighted(8.0).unwrap().to_string(), "multcp:n=8,loops=separate");
+        let spec: Spec = "multcp:n=4,loops=one".parse().unwrap();
+        assert_eq!(spec.reweighted(8.0).unwrap().to_string(), "multcp:n=8,loops=one");
     }
 
     #[test]

@@ -62,6 +62,12 @@ pub enum Loops {
     Separate,
 }
 
+impl Loops {
+    /// The loops of MulTCP and MulCUBIC unless a spec says otherwise (and
+    /// MulTCP's `a` or `b` do: a pair of one's own runs one window).
+    pub const DEFAULT: Loops = Loops::Separate;
+}
+
 /// The values of the `loops` key.
 pub const LOOPS: [(&str, Loops); 2] = [("one", Loops::One), ("separate", Loops::Separate)];
 
