@@ -54,11 +54,13 @@
 //!   remainders N flows keep unsent where the one window's host keeps one
 //!   ([`crate::whole_packets`]); `whole_packets=paper` lets out the whole
 //!   window.
-//! * **Separate loops** (`loops=separate`, not the default): ⌊N⌋ NewReno
-//!   loops in one connection, each with its own packets and clocks, in
-//!   place of the one window ([`crate::separate_loops`]); on the lab's
-//!   small-path drop-tail queues, where the one window takes up to 1.4 of N
-//!   flowshares, they hold all but one cell to N = 16.
+//! * **Separate loops** (`loops=separate`, the default above one
+//!   flowshare): ⌊N⌋ NewReno loops in one connection, each with its own
+//!   packets and clocks, in place of the one window
+//!   ([`crate::separate_loops`]); on the lab's small-path drop-tail queues,
+//!   where the one window (`loops=one`, the paper's, and what a pair of
+//!   one's own, `a` or `b`, runs) takes up to 1.4 of N flowshares, they hold
+//!   all but one cell to N = 16.
 //! * **Timeout (persistent congestion)**: the slow start threshold becomes
 //!   `(N - 1/2) / N` of the window (one of N flows halved), the window drops
 //!   to the minimum and slow start begins again with the rapid phase. For

@@ -1,6 +1,8 @@
-//! `loops=separate` of MulTCP and MulCUBIC: one connection that carries N
-//! standard flows side by side, each with its own window, its own packets,
-//! its own acknowledgement clock and its own pacing clock.
+//! `loops=separate`, MulTCP's and MulCUBIC's default: one connection that
+//! carries N standard flows side by side, each with its own window, its own
+//! packets, its own acknowledgement clock and its own pacing clock. A
+//! weight change on a live connection retires loops or adds them
+//! (`set_weight` below).
 //!
 //! One window standing for N flows takes more than N flowshares at a full
 //! drop-tail queue on the lab's small paths, where N separate connections

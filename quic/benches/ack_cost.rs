@@ -10,31 +10,36 @@
 //! adapter) is the cost of the plug-in path per ACK.
 //!
 //! Run with `cargo bench -p flowshare-quic --bench ack_cost`.
+//!
+//! On a machine too noisy for wall-clock times, count instructions instead:
+//! with `ACK_COST_SPEC=SPEC ACK_COST_ROUNDS=K` the bench binary runs K
+//! rounds of that spec after the same warm-up and exits, so that
+//! `valgrind --tool=callgrind` of it at two K gives the instructions per
+//! round as the difference over the rounds (`scripts/ack-instructions`).
 
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use criterion::criterion_group;
-use criterion::criterion_main;
 use criterion::Criterion;
 use flowshare_controllers::Spec;
 use flowshare_quic::cert;
 
 /// `pa-multcp:n=4,pacing=off` is how the demo and the testbed run it (the
-/// cap's smoothed average); `loops=separate` is MulTCP's and MulCUBIC's
-/// candidate default (controllers/README.md, `loops`); the others are each
-/// controller's defaults.
+/// cap's smoothed average); the others are each controller's
+/// defaults (MulTCP's and MulCUBIC's are their separate loops; `loops=one`
+/// is the one window, controllers/README.md, `loops`).
 const SPECS: &[&str] = &[
     "cubic",
     "reno",
     "multcp:n=1",
+    "multcp:n=4,loops=one",
     "multcp:n=4",
-    "multcp:n=4,loops=separate",
     "pa-multcp:n=4",
     "pa-multcp:n=4,pacing=off",
+    "mulcubic:n=4,loops=one",
     "mulcubic:n=4",
-    "mulcubic:n=4,loops=separate",
     "multfrc:n=4",
     "ctcp",
 ];
@@ -126,7 +131,7 @@ fn ack_cost(c: &mut Criterion) {
     let mut group = c.benchmark_group("quiche_round");
     for spec in SPECS {
         let mut pipe = Pipe::new(spec);
-        for _ in 0..2_000 {
+        for _ in 0..WARM_UP_ROUNDS {
             pipe.round();
         }
         group.bench_function(*spec, |b| {
@@ -139,9 +144,36 @@ fn ack_cost(c: &mut Criterion) {
     group.finish();
 }
 
+/// The warm-up every measurement starts after: the connection past slow
+/// start's first rounds.
+const WARM_UP_ROUNDS: usize = 2_000;
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
     targets = ack_cost
 }
-criterion_main!(benches);
+
+fn main() {
+    match (std::env::var("ACK_COST_SPEC"), std::env::var("ACK_COST_ROUNDS")) {
+        (Ok(spec), Ok(rounds)) => {
+            let Ok(rounds) = rounds.parse::<usize>() else {
+                eprintln!("ACK_COST_ROUNDS = {rounds:?} is not a number of rounds");
+                std::process::exit(2);
+            };
+            if let Err(error) = spec.parse::<Spec>() {
+                eprintln!("ACK_COST_SPEC: {error}");
+                std::process::exit(2);
+            }
+            let mut pipe = Pipe::new(&spec);
+            for _ in 0..WARM_UP_ROUNDS + rounds {
+                pipe.round();
+            }
+            black_box(pipe.server.stats().sent);
+        }
+        _ => {
+            benches();
+            Criterion::default().configure_from_args().final_summary();
+        }
+    }
+}
