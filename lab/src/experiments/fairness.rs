@@ -371,7 +371,11 @@ mod tests {
         let first = &grid.points[0];
         assert_eq!(
             (first.spec.as_str(), first.peer.as_str(), first.m),
-            ("multcp:n=0.5,decrease=paper,pacing=even,thinning=paper,ack_delay=paper,whole_packets=paper,loops=one", "reno", 19)
+            (
+                "multcp:n=0.5,decrease=paper,pacing=even,thinning=paper,ack_delay=paper,whole_packets=paper,loops=one",
+                "reno",
+                19
+            )
         );
         let scenario = scenario(first, &grid, &options);
         assert_eq!((scenario.duration_s, scenario.warmup_s, scenario.start_spread_s), (40.0, 10.0, 2.0));

@@ -153,7 +153,11 @@ mod tests {
         let plan = plan(&Options { quick: true, ..Default::default() }).unwrap();
         assert_eq!(
             (plan.spec.as_str(), plan.n, plan.rate),
-            ("multcp:n=2,decrease=paper,pacing=even,thinning=paper,ack_delay=paper,whole_packets=paper,loops=one", 2.0, 2.0)
+            (
+                "multcp:n=2,decrease=paper,pacing=even,thinning=paper,ack_delay=paper,whole_packets=paper,loops=one",
+                2.0,
+                2.0
+            )
         );
         for (scenario, (queue, standard, weighted, _)) in plan.scenarios.iter().zip(MIXES) {
             let link = &scenario.links[0];
