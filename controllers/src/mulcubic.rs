@@ -116,9 +116,9 @@
 //! above about one window worth N flows is `loops=one`, the paper's. On the
 //! lab's small paths the one window takes 1.10-1.31 of N flowshares at
 //! drop-tail from N = 4, and holds 31 of 60 judged cells from N = 2; the
-//! loops hold 52 of 60 (still short at N = 30 on the 10 Mbit/s path,
-//! 0.76-0.89) and at paper scale 60 of 60 (0.92-1.09). At N <= 1 the key
-//! changes nothing.
+//! loops hold 54 of 60 (still short at N = 30 on the 10 Mbit/s path's
+//! drop-tail, 0.78-0.80) and at paper scale 60 of 60 (0.93-1.09). At
+//! N <= 1 the key changes nothing.
 //!
 //! # Below one flowshare, 0.01 <= N < 1
 //!
