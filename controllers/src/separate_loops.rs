@@ -116,11 +116,13 @@ struct Loop<C> {
     /// flight until it is acknowledged or lost, and a later rise of the
     /// weight takes them up again.
     active: bool,
-    /// The controller's window and pacing rate as of its last event: the
-    /// host asks for the connection's after every packet and event, and
-    /// only the loop an event went to can have changed.
+    /// The controller's window and pacing rate, and whether it lets the
+    /// loop send with what it has in flight, as of its last event: the host
+    /// asks for the connection's after every packet and event, and only the
+    /// loop an event went to can have changed.
     window: usize,
     rate: Option<u64>,
+    open: bool,
     /// Bytes of this loop's packets in flight.
     in_flight: usize,
     /// When this loop's pacing clock lets its next packet leave; `None`
@@ -138,13 +140,14 @@ struct Loop<C> {
 
 impl<C: Controller> Loop<C> {
     fn new(controller: C, weight: f64) -> Self {
-        let (window, rate) = (controller.congestion_window(), controller.pacing_rate());
+        let (window, rate, open) = (controller.congestion_window(), controller.pacing_rate(), controller.can_send(0));
         Loop {
             controller,
             weight,
             active: true,
             window,
             rate,
+            open,
             in_flight: 0,
             due: None,
             held: Vec::new(),
@@ -153,19 +156,19 @@ impl<C: Controller> Loop<C> {
         }
     }
 
-    /// Reads the window and pacing rate again after an event of the loop's.
+    /// Reads the window, pacing rate and whether it may send again after an
+    /// event of the loop's (its packets in flight change only with one).
     fn refresh(&mut self) {
         self.window = self.controller.congestion_window();
         self.rate = self.controller.pacing_rate();
+        self.open = self.controller.can_send(self.in_flight);
     }
 
     /// Whether a packet of `bytes` fits in this loop's window whole (a loop
     /// with nothing in flight may always send one, as a host lets a lone
     /// flow do).
     fn has_room(&self, bytes: usize) -> bool {
-        self.active
-            && (self.in_flight == 0
-                || self.in_flight + bytes <= self.window && self.controller.can_send(self.in_flight))
+        self.active && (self.in_flight == 0 || self.in_flight + bytes <= self.window && self.open)
     }
 }
 
@@ -448,16 +451,16 @@ impl<C: Controller> Controller for SeparateLoops<C> {
     }
 
     fn snapshot(&self) -> Snapshot {
-        let snapshots: Vec<Snapshot> = self.active().map(|flow| flow.controller.snapshot()).collect();
+        // A weight always leaves one loop active.
+        let phase = self.active().next().map_or("retired", |first| first.controller.snapshot().phase);
         Snapshot {
             algorithm: self.algorithm,
-            // A weight always leaves one loop active.
-            phase: snapshots.first().map_or("retired", |first| first.phase),
+            phase,
             congestion_window: self.active().map(|flow| flow.window).sum(),
             ssthresh: self.ssthresh(),
-            pacing_rate: snapshots.iter().map(|snapshot| snapshot.pacing_rate).sum(),
+            pacing_rate: self.active().map(|flow| flow.controller.snapshot().pacing_rate).sum(),
             weight: Some(self.n),
-            state: vec![("loops", Value::Integer(snapshots.len() as u64))],
+            state: vec![("loops", Value::Integer(self.active().count() as u64))],
         }
     }
 }
@@ -485,6 +488,11 @@ mod tests {
     /// The loop that packet `number` went to (while it is in flight).
     fn owner<C>(controller: &SeparateLoops<C>, number: u64) -> usize {
         controller.owners.owner(number).unwrap_or(usize::MAX)
+    }
+
+    /// The packets among the first `count` sent that went to loop `index`.
+    fn packets_of<C>(controller: &SeparateLoops<C>, index: usize, count: u64) -> Vec<u64> {
+        (0..count).filter(|&number| owner(controller, number) == index).collect()
     }
 
     #[test]
@@ -516,7 +524,7 @@ mod tests {
         // The retired loop's packets still count against the host's window
         // and still reach it when acknowledged.
         assert_eq!(host.controller.congestion_window(), 30 * MSS + 10 * MSS);
-        let mine: Vec<u64> = (0..40).filter(|&number| owner(&host.controller, number) == 3).collect();
+        let mine = packets_of(&host.controller, 3, 40);
         host.event(&mine, &[]);
         assert_eq!(host.controller.loops[3].in_flight, 0);
         assert_eq!(host.controller.loops[3].controller.counters().packets_acked, 10);
@@ -587,7 +595,7 @@ mod tests {
         let mut host = Host::new(loops("multcp:n=2,loops=separate"));
         host.send_allowed(100);
         let first = owner(&host.controller, 0);
-        let mine: Vec<u64> = (0..20).filter(|&number| owner(&host.controller, number) == first).collect();
+        let mine = packets_of(&host.controller, first, 20);
         let acked =
             |host: &Host<SeparateLoops<MulTcp>>| host.controller.loops[first].controller.counters().packets_acked;
         host.event(&[mine[0]], &[]);
@@ -608,7 +616,7 @@ mod tests {
         let mut host = Host::new(loops("multcp:n=2,loops=separate"));
         host.send_allowed(100);
         let first = owner(&host.controller, 0);
-        let mine: Vec<u64> = (0..20).filter(|&number| owner(&host.controller, number) == first).collect();
+        let mine = packets_of(&host.controller, first, 20);
         // Persistent congestion takes every loop to the minimum window.
         host.controller.on_persistent_congestion(host.now);
         let flow = &host.controller.loops[first];
@@ -646,6 +654,7 @@ mod tests {
                 for flow in &controller.loops {
                     prop_assert_eq!(flow.window, flow.controller.congestion_window(), "a loop's window is read after its event");
                     prop_assert_eq!(flow.rate, flow.controller.pacing_rate(), "so is its pacing rate");
+                    prop_assert_eq!(flow.open, flow.controller.can_send(flow.in_flight), "and whether it may send");
                 }
                 let in_flight: usize = controller.loops.iter().map(|flow| flow.in_flight).sum();
                 let held: usize = controller.loops.iter().flat_map(|flow| &flow.held).map(|(packet, _)| packet.bytes).sum();
