@@ -118,7 +118,8 @@
 //! drop-tail from N = 4, and holds 31 of 60 judged cells from N = 2; the
 //! loops hold 54 of 60 (still short at N = 30 on the 10 Mbit/s path's
 //! drop-tail, 0.78-0.80) and at paper scale 60 of 60 (0.93-1.09). At
-//! N <= 1 the key changes nothing.
+//! N <= 1 the connection is one loop, the one window call for call, until
+//! its weight rises.
 //!
 //! # Below one flowshare, 0.01 <= N < 1
 //!
@@ -330,9 +331,10 @@ impl AlgorithmConfig for MulCubicConfig {
 
     fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
         Some(match self.loops {
-            Loops::Separate if self.n > 1.0 => Box::new(self.separate_loops(params)),
-            // At one flowshare or less there is one flow: the one window.
-            _ => Box::new(MulCubic::new(self.clone(), params)),
+            // At one flowshare or less the loops are one loop, the one
+            // window call for call, until the weight rises.
+            Loops::Separate => Box::new(self.separate_loops(params)),
+            Loops::One => Box::new(MulCubic::new(self.clone(), params)),
         })
     }
 }

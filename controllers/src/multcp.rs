@@ -54,10 +54,10 @@
 //!   remainders N flows keep unsent where the one window's host keeps one
 //!   ([`crate::whole_packets`]); `whole_packets=paper` lets out the whole
 //!   window.
-//! * **Separate loops** (`loops=separate`, the default above one
-//!   flowshare): ⌊N⌋ NewReno loops in one connection, each with its own
-//!   packets and clocks, in place of the one window
-//!   ([`crate::separate_loops`]); on the lab's small-path drop-tail queues,
+//! * **Separate loops** (`loops=separate`, the default): ⌊N⌋ NewReno loops
+//!   in one connection, each with its own packets and clocks, in place of
+//!   the one window ([`crate::separate_loops`]; at N <= 1 one loop, the
+//!   one window call for call, until the weight rises); on the lab's small-path drop-tail queues,
 //!   where the one window (`loops=one`, the paper's, and what a pair of
 //!   one's own, `a` or `b`, runs) takes up to 1.4 of N flowshares, they hold
 //!   all but one cell to N = 16.
@@ -315,9 +315,10 @@ impl AlgorithmConfig for MulTcpConfig {
 
     fn build(&self, params: &Params) -> Option<Box<dyn Controller>> {
         Some(match self.loops {
-            Loops::Separate if self.n > 1.0 => Box::new(self.separate_loops(params)),
-            // At one flowshare or less there is one flow: the one window.
-            _ => Box::new(MulTcp::new(self.clone(), params)),
+            // At one flowshare or less the loops are one loop, the one
+            // window call for call, until the weight rises.
+            Loops::Separate => Box::new(self.separate_loops(params)),
+            Loops::One => Box::new(MulTcp::new(self.clone(), params)),
         })
     }
 }

@@ -17,9 +17,13 @@
 //!
 //! * ⌊N⌋ loops of one standard flow (`multcp:n=1`, RFC 9002 NewReno, or
 //!   `mulcubic:n=1`, RFC 9438 CUBIC) and, where N is not whole, one of the
-//!   same algorithm's weight for the rest; at N <= 1 the connection is the
-//!   one window of weight N itself (the configuration builds that, not
-//!   this);
+//!   same algorithm's weight for the rest; at N <= 1 one loop of weight N;
+//! * while one loop is all there is (N <= 1, or a connection whose weight
+//!   came down to one flowshare once the retired loops' packets are gone),
+//!   the connection is that loop's controller call for call, the one window
+//!   of weight N, so that a weight that rises later (`weight = "streams"`
+//!   from one response to several) starts loops of its own instead of
+//!   leaving one window to stand for N flows;
 //! * a packet goes to the loop whose pacing clock is due first among those
 //!   with room in their windows; an acknowledgement or a loss goes to the
 //!   loop whose packet it was; the host sees the sum of the windows;
@@ -189,6 +193,10 @@ pub struct SeparateLoops<C> {
     loops: Vec<Loop<C>>,
     /// The loop and size of every packet in flight.
     owners: Ledger<usize>,
+    /// The loop that is the whole connection, if one is: the only active
+    /// loop, with none of its acknowledgements held and no retired loop's
+    /// packets in flight. The host's calls then go to it unchanged.
+    alone: Option<usize>,
     /// When the last packet was sent.
     last_sent: Option<Time>,
     max_datagram_size: usize,
@@ -227,17 +235,51 @@ impl<C: Controller> SeparateLoops<C> {
     /// accepts, for later weight changes.
     pub fn new(algorithm: &'static str, n: f64, weights: Range, make: MakeLoop<C>, params: &Params) -> Self {
         let loops = loop_weights(n).into_iter().map(|weight| Loop::new(make(weight), weight)).collect();
-        SeparateLoops {
+        let mut connection = SeparateLoops {
             algorithm,
             n,
             weights,
             make,
             loops,
             owners: Ledger::default(),
+            alone: None,
             last_sent: None,
             max_datagram_size: params.max_datagram_size,
             counters: Counters::default(),
-        }
+        };
+        connection.find_alone();
+        connection
+    }
+
+    /// Finds whether one loop is the whole connection ([`Self::alone`]),
+    /// after anything that changes which loops are active, what they hold
+    /// or what they have in flight.
+    fn find_alone(&mut self) {
+        let mut active = self.loops.iter().enumerate().filter(|(_, flow)| flow.active);
+        let idle = |flow: &Loop<C>| flow.in_flight == 0 && flow.held.is_empty();
+        self.alone = match (active.next(), active.next()) {
+            (Some((index, flow)), None)
+                if flow.held.is_empty() && self.loops.iter().all(|other| other.active || idle(other)) =>
+            {
+                Some(index)
+            }
+            _ => None,
+        };
+    }
+
+    /// A congestion event of the connection of one loop: the loop's
+    /// controller hears it as the host reported it, and the ledger lets go
+    /// of the packets in it.
+    fn alone_event(&mut self, index: usize, event: &CongestionEvent) {
+        let numbers =
+            event.acked.iter().map(|packet| packet.number).chain(event.lost.iter().map(|packet| packet.number));
+        let gone: usize = numbers.filter_map(|number| self.owners.resolve(number)).map(|(_, bytes)| bytes).sum();
+        let flow = &mut self.loops[index];
+        flow.in_flight = flow.in_flight.saturating_sub(gone);
+        let before = flow.controller.counters().loss_events;
+        flow.controller.on_congestion_event(event);
+        self.counters.loss_events += flow.controller.counters().loss_events - before;
+        flow.refresh();
     }
 
     /// The loops that take packets.
@@ -270,12 +312,19 @@ impl<C: Controller> Controller for SeparateLoops<C> {
     fn on_packet_sent(&mut self, packet: &SentPacket) {
         self.counters.record_sent(packet);
         if !self.owners.takes(packet.number) {
-            // Out of order: no loop can be told of it, so it is not tracked.
+            // Out of order: no loop could be told of its acknowledgement, so
+            // it is not tracked; a connection of one loop hears of it as the
+            // one window would.
+            if let Some(index) = self.alone {
+                self.loops[index].controller.on_packet_sent(packet);
+                self.loops[index].refresh();
+            }
             return;
         }
-        let index = self.next_loop(packet.bytes);
+        let index = self.alone.unwrap_or_else(|| self.next_loop(packet.bytes));
         let flow = &mut self.loops[index];
-        flow.controller.on_packet_sent(&SentPacket { bytes_in_flight: flow.in_flight, ..*packet });
+        let bytes_in_flight = if self.alone.is_some() { packet.bytes_in_flight } else { flow.in_flight };
+        flow.controller.on_packet_sent(&SentPacket { bytes_in_flight, ..*packet });
         flow.in_flight += packet.bytes;
         flow.refresh();
         flow.due = flow.rate.filter(|&rate| rate > 0).map(|rate| {
@@ -288,6 +337,10 @@ impl<C: Controller> Controller for SeparateLoops<C> {
 
     fn on_congestion_event(&mut self, event: &CongestionEvent) {
         self.counters.record_event(event);
+        if let Some(index) = self.alone {
+            self.alone_event(index, event);
+            return;
+        }
         for packet in event.acked {
             if let Some((index, _)) = self.owners.resolve(packet.number) {
                 self.loops[index].held.push((*packet, event.now));
@@ -329,6 +382,7 @@ impl<C: Controller> Controller for SeparateLoops<C> {
             flow.acked.clear();
             flow.lost.clear();
         }
+        self.find_alone();
     }
 
     fn on_retransmission_timeout(&mut self, now: Time) {
@@ -347,19 +401,28 @@ impl<C: Controller> Controller for SeparateLoops<C> {
         }
     }
 
-    fn on_app_limited(&mut self, _bytes_in_flight: usize) {
-        for flow in &mut self.loops {
-            flow.controller.on_app_limited(flow.in_flight);
+    fn on_app_limited(&mut self, bytes_in_flight: usize) {
+        let alone = self.alone;
+        for (index, flow) in self.loops.iter_mut().enumerate() {
+            flow.controller.on_app_limited(if alone == Some(index) { bytes_in_flight } else { flow.in_flight });
             flow.refresh();
         }
     }
 
     fn on_packet_discarded(&mut self, number: u64) {
-        if let Some((index, bytes)) = self.owners.resolve(number) {
-            let flow = &mut self.loops[index];
-            flow.in_flight = flow.in_flight.saturating_sub(bytes);
-            flow.controller.on_packet_discarded(number);
-            flow.refresh();
+        match (self.owners.resolve(number), self.alone) {
+            (Some((index, bytes)), _) => {
+                let flow = &mut self.loops[index];
+                flow.in_flight = flow.in_flight.saturating_sub(bytes);
+                flow.controller.on_packet_discarded(number);
+                flow.refresh();
+                self.find_alone();
+            }
+            (None, Some(index)) => {
+                self.loops[index].controller.on_packet_discarded(number);
+                self.loops[index].refresh();
+            }
+            (None, None) => {}
         }
     }
 
@@ -386,8 +449,11 @@ impl<C: Controller> Controller for SeparateLoops<C> {
         for &target in &targets {
             match slots.next() {
                 Some(index) => {
+                    let alone = self.alone == Some(index);
                     let flow = &mut self.loops[index];
-                    if flow.weight != target {
+                    // The loop that is the whole connection hears of every
+                    // weight, as the one window would.
+                    if flow.weight != target || alone {
                         flow.controller.set_weight(target)?;
                         flow.weight = target;
                     }
@@ -405,14 +471,19 @@ impl<C: Controller> Controller for SeparateLoops<C> {
             self.loops[index].active = false;
         }
         self.n = weight;
+        self.find_alone();
         Ok(())
     }
 
-    /// What the host may keep in flight: each active loop's window, or what
+    /// What the host may keep in flight: the window of the loop that is the
+    /// whole connection, if one is; else each active loop's window, or what
     /// it has in flight where that is more (a loop in recovery), so that one
     /// loop over its window does not hold the others back, and what retired
     /// loops still have in flight.
     fn congestion_window(&self) -> usize {
+        if let Some(index) = self.alone {
+            return self.loops[index].window;
+        }
         self.loops.iter().map(|flow| if flow.active { flow.window.max(flow.in_flight) } else { flow.in_flight }).sum()
     }
 
@@ -420,8 +491,12 @@ impl<C: Controller> Controller for SeparateLoops<C> {
     /// least [`SPACING_FLOOR`] times the loops' mean gap after the last one.
     /// Where no loop has room the floor alone: the packet leaves when an
     /// acknowledgement opens one, as that loop's own host would let it.
-    /// None when the loops do not pace (`pacing=off`).
+    /// None when the loops do not pace (`pacing=off`). The loop that is the
+    /// whole connection paces as its controller does.
     fn pacing_rate(&self) -> Option<u64> {
+        if let Some(index) = self.alone {
+            return self.loops[index].rate;
+        }
         let bytes = self.max_datagram_size as u128;
         let total: u64 = self.active().filter_map(|flow| flow.rate).sum();
         if total == 0 {
@@ -434,7 +509,10 @@ impl<C: Controller> Controller for SeparateLoops<C> {
         Some((bytes * 1_000_000_000 / gap.max(floor).max(1)).min(u64::MAX as u128) as u64)
     }
 
-    fn can_send(&self, _bytes_in_flight: usize) -> bool {
+    fn can_send(&self, bytes_in_flight: usize) -> bool {
+        if let Some(index) = self.alone {
+            return self.loops[index].controller.can_send(bytes_in_flight);
+        }
         self.loops.iter().any(|flow| flow.has_room(self.max_datagram_size))
     }
 
@@ -451,6 +529,9 @@ impl<C: Controller> Controller for SeparateLoops<C> {
     }
 
     fn snapshot(&self) -> Snapshot {
+        if let Some(index) = self.alone {
+            return self.loops[index].controller.snapshot();
+        }
         // A weight always leaves one loop active.
         let phase = self.active().next().map_or("retired", |first| first.controller.snapshot().phase);
         Snapshot {
@@ -471,6 +552,8 @@ mod tests {
 
     use super::*;
     use crate::aimd::Aimd;
+    use crate::mulcubic::MulCubic;
+    use crate::mulcubic::MulCubicConfig;
     use crate::multcp::MulTcp;
     use crate::multcp::MulTcpConfig;
     use crate::testing;
@@ -636,12 +719,80 @@ mod tests {
         assert_eq!(loops("multcp:n=8,loops=separate,pacing=off").pacing_rate(), None);
     }
 
+    #[test]
+    fn a_connection_built_at_one_flowshare_runs_loops_once_its_weight_rises() {
+        let mut host = Host::new(loops("multcp:n=1,loops=separate"));
+        assert_eq!(host.controller.alone, Some(0));
+        host.send_allowed(100);
+        host.controller.set_weight(3.0).unwrap();
+        assert_eq!(host.controller.alone, None);
+        assert_eq!(active_weights(&host.controller), [1.0; 3]);
+        // The new loops start as new flows; the first keeps its packets.
+        assert_eq!(windows(&host.controller), [10; 3]);
+        assert_eq!(host.controller.congestion_window(), 30 * MSS);
+        assert_eq!(host.send_allowed(100).count(), 20);
+        // Back at one flowshare, the connection is one loop again once the
+        // retired loops' packets are acknowledged.
+        host.controller.set_weight(1.0).unwrap();
+        let retired: Vec<u64> =
+            packets_of(&host.controller, 1, 30).into_iter().chain(packets_of(&host.controller, 2, 30)).collect();
+        assert_eq!(retired.len(), 20);
+        host.event(&retired[..10], &[]);
+        assert_eq!(host.controller.alone, None);
+        host.event(&retired[10..], &[]);
+        assert_eq!(host.controller.alone, Some(0));
+    }
+
+    /// Drives `loops` and `window` alike through `ops` (weights kept within
+    /// one flowshare) and checks that the host sees the same window, pacing
+    /// rate, permission to send, counters and snapshot after every call.
+    fn call_for_call<C: Controller>(
+        loops: SeparateLoops<C>,
+        window: C,
+        ops: &[testing::Op],
+    ) -> Result<(), TestCaseError> {
+        let (mut loops, mut window) = (Host::new(loops), Host::new(window));
+        for op in ops {
+            let op = match *op {
+                testing::Op::Weight(weight) => testing::Op::Weight(weight.min(1.0)),
+                ref other => other.clone(),
+            };
+            loops.apply(&op);
+            window.apply(&op);
+            let (separate, one) = (&loops.controller, &window.controller);
+            prop_assert_eq!(separate.alone, Some(0));
+            prop_assert_eq!(separate.congestion_window(), one.congestion_window());
+            prop_assert_eq!(separate.pacing_rate(), one.pacing_rate());
+            prop_assert_eq!(separate.can_send(loops.in_flight), one.can_send(window.in_flight));
+            prop_assert_eq!(separate.in_recovery(), one.in_recovery());
+            prop_assert_eq!(separate.ssthresh(), one.ssthresh());
+            prop_assert_eq!(separate.counters(), one.counters());
+            prop_assert_eq!(separate.snapshot(), one.snapshot());
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2_000))]
 
+        /// At N <= 1 the loops are the one window, MulTCP's and MulCUBIC's.
+        #[test]
+        fn one_loop_is_the_one_window_call_for_call(
+            n in 0.01f64..=1.0,
+            ops in proptest::collection::vec(testing::op(), 1..60),
+        ) {
+            let params = testing::params();
+            let multcp = |spec: &str| testing::config::<MulTcpConfig>(&format!("multcp:n={n}{spec}"));
+            let loops = multcp("").separate_loops(&params);
+            call_for_call(loops, MulTcp::new(multcp(",loops=one"), &params), &ops)?;
+            let mulcubic = |spec: &str| testing::config::<MulCubicConfig>(&format!("mulcubic:n={n}{spec}"));
+            let loops = mulcubic("").separate_loops(&params);
+            call_for_call(loops, MulCubic::new(mulcubic(",loops=one"), &params), &ops)?;
+        }
+
         #[test]
         fn random_event_sequences_keep_every_loop_sane(
-            n in 1.01f64..=40.0,
+            n in 0.01f64..=40.0,
             ops in proptest::collection::vec(testing::op(), 1..60),
         ) {
             let spec = format!("multcp:n={n},loops=separate");
