@@ -276,9 +276,7 @@ impl<C: Controller> SeparateLoops<C> {
         let gone: usize = numbers.filter_map(|number| self.owners.resolve(number)).map(|(_, bytes)| bytes).sum();
         let flow = &mut self.loops[index];
         flow.in_flight = flow.in_flight.saturating_sub(gone);
-        let before = flow.controller.counters().loss_events;
-        flow.controller.on_congestion_event(event);
-        self.counters.loss_events += flow.controller.counters().loss_events - before;
+        self.counters.loss_events += hear(&mut flow.controller, event);
         flow.refresh();
     }
 
@@ -306,6 +304,14 @@ impl<C: Controller> SeparateLoops<C> {
                 .unwrap_or(0)
         })
     }
+}
+
+/// Tells a loop's controller of an event of its packets and returns the
+/// loss events it counted for it, which the connection's counters add up.
+fn hear<C: Controller>(controller: &mut C, event: &CongestionEvent) -> u64 {
+    let before = controller.counters().loss_events;
+    controller.on_congestion_event(event);
+    controller.counters().loss_events - before
 }
 
 impl<C: Controller> Controller for SeparateLoops<C> {
@@ -369,15 +375,14 @@ impl<C: Controller> Controller for SeparateLoops<C> {
             let gone: usize =
                 flow.acked.iter().map(|p| p.bytes).sum::<usize>() + flow.lost.iter().map(|p| p.bytes).sum::<usize>();
             flow.in_flight = prior.saturating_sub(gone);
-            let before = flow.controller.counters().loss_events;
-            flow.controller.on_congestion_event(&CongestionEvent {
+            let own = CongestionEvent {
                 acked: &flow.acked,
                 lost: &flow.lost,
                 prior_in_flight: prior,
                 bytes_in_flight: flow.in_flight,
                 ..*event
-            });
-            self.counters.loss_events += flow.controller.counters().loss_events - before;
+            };
+            self.counters.loss_events += hear(&mut flow.controller, &own);
             flow.refresh();
             flow.acked.clear();
             flow.lost.clear();
