@@ -136,6 +136,8 @@ struct Loop<C> {
     /// host processed them: a separate flow's receiver acknowledges every
     /// second packet of its own and holds a lone one.
     held: Vec<(AckedPacket, Time)>,
+    /// Their bytes, which the host no longer counts in flight.
+    held_bytes: usize,
     /// This loop's part of the event being processed: its acknowledgements
     /// let go and its losses (capacity kept between events).
     acked: Vec<AckedPacket>,
@@ -155,6 +157,7 @@ impl<C: Controller> Loop<C> {
             in_flight: 0,
             due: None,
             held: Vec::new(),
+            held_bytes: 0,
             acked: Vec::new(),
             lost: Vec::new(),
         }
@@ -386,7 +389,9 @@ impl<C: Controller> Controller for SeparateLoops<C> {
         }
         for packet in event.acked {
             if let Some((index, _)) = self.owners.resolve(packet.number) {
-                self.loops[index].held.push((*packet, event.now));
+                let flow = &mut self.loops[index];
+                flow.held.push((*packet, event.now));
+                flow.held_bytes += packet.bytes;
             }
         }
         for packet in event.lost {
@@ -404,6 +409,7 @@ impl<C: Controller> Controller for SeparateLoops<C> {
                 let release =
                     if !flow.lost.is_empty() || small || waited { flow.held.len() } else { flow.held.len() / 2 * 2 };
                 flow.acked.extend(flow.held.drain(..release).map(|(packet, _)| packet));
+                flow.held_bytes -= flow.acked.iter().map(|packet| packet.bytes).sum::<usize>();
             }
             if flow.acked.is_empty() && flow.lost.is_empty() {
                 continue;
@@ -539,8 +545,7 @@ impl<C: Controller> Controller for SeparateLoops<C> {
             .iter()
             .map(|flow| {
                 let counted = if flow.active { flow.window.max(flow.in_flight) } else { flow.in_flight };
-                let held: usize = flow.held.iter().map(|(packet, _)| packet.bytes).sum();
-                counted.saturating_sub(held)
+                counted.saturating_sub(flow.held_bytes)
             })
             .sum()
     }
@@ -909,6 +914,7 @@ mod tests {
                     prop_assert_eq!(flow.window, flow.controller.congestion_window(), "a loop's window is read after its event");
                     prop_assert_eq!(flow.rate, flow.controller.pacing_rate(), "so is its pacing rate");
                     prop_assert_eq!(flow.open, flow.controller.can_send(flow.in_flight), "and whether it may send");
+                    prop_assert_eq!(flow.held_bytes, flow.held.iter().map(|(packet, _)| packet.bytes).sum::<usize>());
                 }
                 let in_flight: usize = controller.loops.iter().map(|flow| flow.in_flight).sum();
                 let held: usize = controller.loops.iter().flat_map(|flow| &flow.held).map(|(packet, _)| packet.bytes).sum();
