@@ -53,7 +53,6 @@ fn assert_driven_and_consistent(report: &TransferReport, algorithm: &str) {
     assert!(counters.loss_events > 0, "the bottleneck dropped packets: {counters:?}, {:?}", report.link);
 
     let datagram = sender.params.expect("params").max_datagram_size;
-    assert_eq!(sender.path_cwnd, whole_datagrams(snapshot.congestion_window, datagram));
 
     // Replay event by event: the controller's window before each send is
     // what quiche gated that send with.
@@ -82,6 +81,11 @@ fn assert_driven_and_consistent(report: &TransferReport, algorithm: &str) {
     );
     assert_eq!(&replayed.snapshot(), snapshot);
     assert_eq!(replayed.counters(), &counters);
+    // quiche's window at the end is the one the events leave the host,
+    // which for separate loops is not their windows' sum: it leaves out
+    // the acknowledgements a loop still holds, which quiche has counted
+    // out of flight.
+    assert_eq!(sender.path_cwnd, whole_datagrams(replayed.congestion_window(), datagram));
 }
 
 #[test]
