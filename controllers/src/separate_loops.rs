@@ -338,10 +338,7 @@ impl<C: Controller> SeparateLoops<C> {
             _ => packet.time,
         };
         self.pace_from = Some(from);
-        self.scheduled = self
-            .pacing_rate()
-            .filter(|&rate| rate > 0)
-            .map(|rate| from + Duration::from_nanos((packet.bytes as u128 * 1_000_000_000 / rate as u128) as u64));
+        self.scheduled = self.pacing_rate().filter(|&rate| rate > 0).map(|rate| from + pacing_gap(packet.bytes, rate));
     }
 }
 
@@ -351,6 +348,12 @@ fn hear<C: Controller>(controller: &mut C, event: &CongestionEvent) -> u64 {
     let before = controller.counters().loss_events;
     controller.on_congestion_event(event);
     controller.counters().loss_events - before
+}
+
+/// The gap a pacer leaves after a packet of `bytes` at `rate` bytes per
+/// second, to the nanosecond below, as the lab's sender computes it.
+fn pacing_gap(bytes: usize, rate: u64) -> Duration {
+    Duration::from_nanos((bytes as u128 * 1_000_000_000 / rate as u128) as u64)
 }
 
 impl<C: Controller> Controller for SeparateLoops<C> {
@@ -371,10 +374,10 @@ impl<C: Controller> Controller for SeparateLoops<C> {
             flow.controller.on_packet_sent(&SentPacket { bytes_in_flight, ..*packet });
             flow.in_flight += packet.bytes;
             flow.refresh();
-            flow.due = flow.rate.filter(|&rate| rate > 0).map(|rate| {
-                let gap = Duration::from_nanos((packet.bytes as u128 * 1_000_000_000 / rate as u128) as u64);
-                flow.due.map_or(packet.time, |due| due.max(packet.time)) + gap
-            });
+            flow.due = flow
+                .rate
+                .filter(|&rate| rate > 0)
+                .map(|rate| flow.due.map_or(packet.time, |due| due.max(packet.time)) + pacing_gap(packet.bytes, rate));
             self.owners.push(packet.number, packet.bytes, index);
         }
         self.schedule(packet);
@@ -409,14 +412,15 @@ impl<C: Controller> Controller for SeparateLoops<C> {
                 let release =
                     if !flow.lost.is_empty() || small || waited { flow.held.len() } else { flow.held.len() / 2 * 2 };
                 flow.acked.extend(flow.held.drain(..release).map(|(packet, _)| packet));
-                flow.held_bytes -= flow.acked.iter().map(|packet| packet.bytes).sum::<usize>();
             }
             if flow.acked.is_empty() && flow.lost.is_empty() {
                 continue;
             }
+            // The acknowledgements let go are all that leaves the held ones.
+            let released: usize = flow.acked.iter().map(|p| p.bytes).sum();
+            flow.held_bytes -= released;
             let prior = flow.in_flight;
-            let gone: usize =
-                flow.acked.iter().map(|p| p.bytes).sum::<usize>() + flow.lost.iter().map(|p| p.bytes).sum::<usize>();
+            let gone = released + flow.lost.iter().map(|p| p.bytes).sum::<usize>();
             flow.in_flight = prior.saturating_sub(gone);
             let own = CongestionEvent {
                 acked: &flow.acked,
@@ -803,7 +807,7 @@ mod tests {
             }
             host.send(1);
             let rate = host.controller.pacing_rate().unwrap();
-            release = release.max(host.now) + Duration::from_nanos((MSS as u128 * 1_000_000_000 / rate as u128) as u64);
+            release = release.max(host.now) + pacing_gap(MSS, rate);
         }
         let mean_gap = MSS as f64 / total as f64;
         release.saturating_duration_since(start).as_secs_f64() / (count as f64 * mean_gap)
