@@ -39,6 +39,8 @@ pub struct Options {
     pub rtt_ms: Option<f64>,
     /// Queue discipline of the bottleneck: `droptail` or `red`.
     pub queue: Option<String>,
+    /// The scorecard's buffer sizes to run, bandwidth-delay products.
+    pub buffers_bdp: Option<Vec<f64>>,
     /// Duration of each run, seconds.
     pub duration_s: Option<f64>,
     /// Time discarded at the start of each run, seconds.
@@ -93,6 +95,10 @@ pub struct OptionArgs {
     /// Queue discipline of the bottleneck: droptail or red.
     #[arg(long)]
     queue: Option<String>,
+    /// Buffer sizes in bandwidth-delay products, comma-separated: the
+    /// scorecard's queues of those sizes only (its grid has 1 and 0.5).
+    #[arg(long, value_delimiter = ',')]
+    buffers: Option<Vec<f64>>,
     /// Seconds per run.
     #[arg(long)]
     duration: Option<f64>,
@@ -182,6 +188,7 @@ impl OptionArgs {
             bandwidths_mbps: self.bandwidths.clone(),
             rtt_ms: self.rtt,
             queue: self.queue.clone(),
+            buffers_bdp: self.buffers.clone(),
             duration_s: self.duration,
             warmup_s: self.warmup,
             pacing: self.pacing,
@@ -194,7 +201,7 @@ impl OptionArgs {
 
 /// The flags of the options a scenario may or may not read (`--quick` and
 /// `--seed` mean something to every one).
-pub const FLAGS: [&str; 14] = [
+pub const FLAGS: [&str; 15] = [
     "seeds",
     "controllers",
     "n",
@@ -203,6 +210,7 @@ pub const FLAGS: [&str; 14] = [
     "bandwidths",
     "rtt",
     "queue",
+    "buffers",
     "duration",
     "warmup",
     "pacing",
@@ -223,6 +231,7 @@ impl Options {
             self.bandwidths_mbps.is_some(),
             self.rtt_ms.is_some(),
             self.queue.is_some(),
+            self.buffers_bdp.is_some(),
             self.duration_s.is_some(),
             self.warmup_s.is_some(),
             self.pacing.is_some(),
@@ -398,6 +407,8 @@ mod tests {
             "40",
             "--queue",
             "red",
+            "--buffers",
+            "1,0.5",
             "--duration",
             "20",
             "--warmup",

@@ -414,101 +414,207 @@ WaitForQuicServer(const std::string& target, double seconds)
 
 NS_OBJECT_ENSURE_REGISTERED(PathErrorModel);
 
-// The down queue of a drop-tail bottleneck when --tcpDelay is set: a FIFO
-// of MaxSize packets that holds the server's TCP packets back by a fixed
-// delay before they join it, as if Linux TCP answered its acknowledgements
-// that much later; every other packet joins at once. The experiment behind
-// it (testbed/README.md, "Weight one between stacks"): QUIC senders answer
-// about 90 us later than Linux TCP, and the question is whether that lag
-// alone costs them the queue slots that drops free.
-class DelayedTcpFifoQueueDisc : public QueueDisc
+// The down flow key of a queued packet: its IPv4 5-tuple on `link`.
+FlowKey
+DownKey(uint32_t link, Ptr<const QueueDiscItem> item)
+{
+    FlowKey key{link, 'd', 0, 0, 0, 0, 0};
+    Ptr<const Ipv4QueueDiscItem> ipv4 = DynamicCast<const Ipv4QueueDiscItem>(item);
+    if (!ipv4)
+    {
+        return key;
+    }
+    const Ipv4Header& header = ipv4->GetHeader();
+    key.protocol = header.GetProtocol();
+    key.source = header.GetSource().Get();
+    key.destination = header.GetDestination().Get();
+    uint8_t ports[4];
+    if ((key.protocol == 6 || key.protocol == 17) && ipv4->GetPacket()->CopyData(ports, 4) == 4)
+    {
+        key.sourcePort = uint16_t((ports[0] << 8) | ports[1]);
+        key.destinationPort = uint16_t((ports[2] << 8) | ports[3]);
+    }
+    return key;
+}
+
+// How many maximum jitters a drifting delay takes from one drawn value to
+// the next: the lab's DRIFT_PERIODS (lab/src/setup.rs), so that a flow's
+// spacing never changes by more than a tenth while its phase against the
+// bottleneck's departures wanders over the whole range.
+const double kDriftPeriods = 10;
+
+// The down queue of every bottleneck: the buffer (a FIFO or RED child queue
+// disc) and, in front of it, what holds a packet back before it joins.
+//
+// * Access jitter (--jitter, --jitterShape): each flow (5-tuple) waits up to
+//   --jitter more, never overtaking its own earlier packets, as the lab's
+//   access jitter does (lab/src/flow.rs): `drift` moves linearly between
+//   values drawn uniformly every kDriftPeriods maximum jitters, `per-packet`
+//   draws each packet's own. Without it every sender is acknowledgement
+//   clocked by a bottleneck whose service time is exact, so which flow's
+//   packet finds the slot a departure frees depends on how soon its stack
+//   answers, modulo the service time (the phase effect of drop-tail
+//   gateways, Floyd and Jacobson 1992; testbed/README.md).
+// * --tcpDelay: the server's TCP packets wait that long more, as if Linux
+//   TCP answered its acknowledgements that much later (the experiment of
+//   "Weight one between stacks" in testbed/README.md).
+//
+// A held packet counts nowhere until it joins the buffer: the buffer's
+// enqueues, dequeues and drops are this queue disc's (ns-3 passes a child's
+// to its parent), so the queue lengths, drops and sojourn times the testbed
+// reports are the buffer's.
+class AccessQueueDisc : public QueueDisc
 {
   public:
     static TypeId GetTypeId()
     {
         static TypeId tid =
-            TypeId("flowshare::DelayedTcpFifoQueueDisc")
+            TypeId("flowshare::AccessQueueDisc")
                 .SetParent<QueueDisc>()
-                .AddConstructor<DelayedTcpFifoQueueDisc>()
-                .AddAttribute("MaxSize",
-                              "the queue's capacity",
-                              QueueSizeValue(QueueSize("100p")),
-                              MakeQueueSizeAccessor(&QueueDisc::SetMaxSize, &QueueDisc::GetMaxSize),
-                              MakeQueueSizeChecker())
-                .AddAttribute("TcpDelay",
-                              "how long a TCP packet waits before it joins the queue",
+                .AddConstructor<AccessQueueDisc>()
+                .AddAttribute("Jitter",
+                              "the most a flow's packet waits before it joins the buffer",
                               TimeValue(Seconds(0)),
-                              MakeTimeAccessor(&DelayedTcpFifoQueueDisc::m_tcpDelay),
-                              MakeTimeChecker());
+                              MakeTimeAccessor(&AccessQueueDisc::m_jitter),
+                              MakeTimeChecker())
+                .AddAttribute("Drift",
+                              "whether the jitter drifts (true) or is drawn per packet (false)",
+                              BooleanValue(true),
+                              MakeBooleanAccessor(&AccessQueueDisc::m_drift),
+                              MakeBooleanChecker())
+                .AddAttribute("TcpDelay",
+                              "how long a TCP packet waits more before it joins the buffer",
+                              TimeValue(Seconds(0)),
+                              MakeTimeAccessor(&AccessQueueDisc::m_tcpDelay),
+                              MakeTimeChecker())
+                .AddAttribute("Link",
+                              "the link's index, for the flow keys and the random stream",
+                              UintegerValue(0),
+                              MakeUintegerAccessor(&AccessQueueDisc::m_link),
+                              MakeUintegerChecker<uint32_t>())
+                .AddAttribute("Seed",
+                              "the run's seed, from which the jitter is drawn",
+                              UintegerValue(1),
+                              MakeUintegerAccessor(&AccessQueueDisc::m_seed),
+                              MakeUintegerChecker<uint64_t>());
         return tid;
     }
 
-    DelayedTcpFifoQueueDisc()
-        : QueueDisc(QueueDiscSizePolicy::SINGLE_INTERNAL_QUEUE, QueueSizeUnit::PACKETS)
+    AccessQueueDisc()
+        : QueueDisc(QueueDiscSizePolicy::SINGLE_CHILD_QUEUE_DISC)
     {
     }
 
   private:
+    // A flow's drifting delay: the period it is in and the delays drawn for
+    // its start and end, and when its last packet joins.
+    struct FlowAccess
+    {
+        int64_t period = -1;
+        double start = 0;
+        double end = 0;
+        Time lastJoin;
+    };
+
     bool DoEnqueue(Ptr<QueueDiscItem> item) override
     {
-        // Installed only with a positive delay (Testbed::Build).
-        Ptr<Ipv4QueueDiscItem> ip = DynamicCast<Ipv4QueueDiscItem>(item);
-        if (ip && ip->GetHeader().GetProtocol() == 6)
+        Time now = Simulator::Now();
+        Time wait = m_tcpDelay.IsStrictlyPositive() && IsTcp(item) ? m_tcpDelay : Time(0);
+        if (m_jitter.IsStrictlyPositive())
         {
-            // Counted as received now and as enqueued (or dropped) when it
-            // joins; ns-3's statistics check between the two is compiled out
-            // in Debian's optimised build.
-            Simulator::Schedule(m_tcpDelay, &DelayedTcpFifoQueueDisc::JoinLate, this, item);
-            return true;
+            FlowAccess& flow = m_flows[DownKey(m_link, item)];
+            Time join = std::max(now + wait + Jitter(flow, now), flow.lastJoin);
+            flow.lastJoin = join;
+            wait = join - now;
         }
-        return Join(item);
+        if (!wait.IsStrictlyPositive())
+        {
+            return Join(item);
+        }
+        // Counted as received now and as enqueued (or dropped) when it
+        // joins; ns-3's statistics check between the two is compiled out in
+        // Debian's optimised build.
+        Simulator::Schedule(wait, &AccessQueueDisc::JoinLate, this, item);
+        return true;
+    }
+
+    static bool IsTcp(Ptr<QueueDiscItem> item)
+    {
+        Ptr<Ipv4QueueDiscItem> ip = DynamicCast<Ipv4QueueDiscItem>(item);
+        return ip && ip->GetHeader().GetProtocol() == 6;
+    }
+
+    // The flow's extra delay for a packet that reaches the stage at `now`.
+    Time Jitter(FlowAccess& flow, Time now)
+    {
+        double max = m_jitter.GetSeconds();
+        if (!m_drift)
+        {
+            return Seconds(Draw() * max);
+        }
+        double period = max * kDriftPeriods;
+        auto index = int64_t(now.GetSeconds() / period);
+        if (flow.period + 1 == index)
+        {
+            // The next period starts where this one ends.
+            flow.start = flow.end;
+            flow.end = Draw() * max;
+        }
+        else if (flow.period != index)
+        {
+            flow.start = Draw() * max;
+            flow.end = Draw() * max;
+        }
+        flow.period = index;
+        double along = (now.GetSeconds() - double(index) * period) / period;
+        return Seconds(flow.start + (flow.end - flow.start) * along);
+    }
+
+    double Draw()
+    {
+        return std::uniform_real_distribution<double>(0.0, 1.0)(m_random);
     }
 
     bool Join(Ptr<QueueDiscItem> item)
     {
-        if (GetCurrentSize() + item > GetMaxSize())
-        {
-            DropBeforeEnqueue(item, "Queue disc limit exceeded");
-            return false;
-        }
-        return GetInternalQueue(0)->Enqueue(item);
+        return GetQueueDiscClass(0)->GetQueueDisc()->Enqueue(item);
     }
 
     void JoinLate(Ptr<QueueDiscItem> item)
     {
         if (Join(item))
         {
-            // Its time in the queue starts now, and an idle link must be
-            // woken as the traffic control layer does after an enqueue.
-            item->SetTimeStamp(Simulator::Now());
+            // An idle link must be woken as the traffic control layer does
+            // after an enqueue.
             Run();
         }
     }
 
     Ptr<QueueDiscItem> DoDequeue() override
     {
-        return GetInternalQueue(0)->Dequeue();
+        return GetQueueDiscClass(0)->GetQueueDisc()->Dequeue();
     }
 
     bool CheckConfig() override
     {
-        if (GetNQueueDiscClasses() > 0 || GetNPacketFilters() > 0 || GetNInternalQueues() > 0)
-        {
-            return false;
-        }
-        AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
-            "MaxSize", QueueSizeValue(GetMaxSize())));
-        return true;
+        return GetNQueueDiscClasses() == 1 && GetNPacketFilters() == 0 && GetNInternalQueues() == 0;
     }
 
     void InitializeParams() override
     {
+        m_random.seed(m_seed * 1000003 + m_link);
     }
 
+    Time m_jitter;
+    bool m_drift = true;
     Time m_tcpDelay;
+    uint32_t m_link = 0;
+    uint64_t m_seed = 1;
+    std::mt19937_64 m_random;
+    std::map<FlowKey, FlowAccess> m_flows;
 };
 
-NS_OBJECT_ENSURE_REGISTERED(DelayedTcpFifoQueueDisc);
+NS_OBJECT_ENSURE_REGISTERED(AccessQueueDisc);
 
 // EmuFdNetDeviceHelper whose raw socket is opened here: Debian's build
 // points the helper at a setuid socket creator under a build directory that
@@ -583,6 +689,7 @@ class Testbed
     void Run();
 
   private:
+    QueueDiscContainer InstallBuffer(Ptr<NetDevice> device, const LinkConfig& link, uint32_t index, bool downward);
     void Tick();
     void Deliver(uint32_t link, char direction, Ptr<const Packet> packet);
     void LinkDrop(uint32_t link, char direction, Ptr<const Packet> packet);
@@ -620,6 +727,8 @@ class Testbed
     uint32_t m_blackholeRepeat = 1;
     std::string m_pcapDirectory;
     Time m_tcpDelay;
+    Time m_jitter;
+    std::string m_jitterShape = "drift";
     uint16_t m_readyPort = 0;
     bool m_readStdin = true;
 
@@ -703,7 +812,9 @@ Testbed::Parse(int argc, char* argv[])
     cmd.AddValue("on", "blackhole: time traffic flows before each blackout, e.g. 5s", on);
     cmd.AddValue("off", "blackhole: length of each blackout, e.g. 2s", off);
     cmd.AddValue("repeat", "blackhole: number of blackouts", m_blackholeRepeat);
-    cmd.AddValue("tcpDelay", "hold the server's TCP packets back this long before the down queue, e.g. 90us (drop-tail only)", m_tcpDelay);
+    cmd.AddValue("tcpDelay", "hold the server's TCP packets back this long before the down queue, e.g. 90us", m_tcpDelay);
+    cmd.AddValue("jitter", "each flow's packets wait up to this much more before the down queue, e.g. 1ms", m_jitter);
+    cmd.AddValue("jitterShape", "how the jitter varies: drift (slowly, keeping each flow's spacing) or per-packet", m_jitterShape);
     cmd.AddValue("pcap", "directory for trace_node_left.pcap and trace_node_right.pcap", m_pcapDirectory);
     cmd.AddValue("readyPort", "accept TCP connections on this port on every node once running (0: none)", readyPort);
     cmd.AddValue("stdin", "read control commands from stdin (end of input stops)", m_readStdin);
@@ -714,6 +825,14 @@ Testbed::Parse(int argc, char* argv[])
     if (!waitQuic.empty())
     {
         std::exit(WaitForQuicServer(waitQuic, waitSeconds) ? 0 : 1);
+    }
+    if (m_jitterShape != "drift" && m_jitterShape != "per-packet")
+    {
+        Fail("--jitterShape " + m_jitterShape + " is not a shape (accepted: drift, per-packet)");
+    }
+    if (m_jitter.IsStrictlyNegative() || m_jitter > MilliSeconds(100) || m_tcpDelay.IsStrictlyNegative())
+    {
+        Fail("--jitter must be from 0 to 100ms and --tcpDelay not negative");
     }
     if (readyPort > 65535)
     {
@@ -896,43 +1015,10 @@ Testbed::Build()
 
         // Installed before any address is assigned: assigning first would
         // install ns-3's default fq_codel, which would then be the buffer.
-        TrafficControlHelper tch;
-        QueueSize size(QueueSizeUnit::PACKETS, link.queuePackets);
-        if (link.qdisc == "red")
-        {
-            // ns-3's automatic RED (MinTh = MaxTh = 0, QW = -1, gentle), the
-            // parameters the lab's RED derives the same way.
-            tch.SetRootQueueDisc("ns3::RedQueueDisc",
-                                 "MaxSize", QueueSizeValue(size),
-                                 "MinTh", DoubleValue(0),
-                                 "MaxTh", DoubleValue(0),
-                                 "QW", DoubleValue(-1),
-                                 "Gentle", BooleanValue(true),
-                                 "MeanPktSize", UintegerValue(1500),
-                                 "LinkBandwidth", DataRateValue(link.rate),
-                                 "LinkDelay", TimeValue(link.delay));
-        }
-        else
-        {
-            tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(size));
-        }
-        QueueDiscContainer queues = tch.Install(devices.Get(0));
-        if (m_tcpDelay.IsStrictlyPositive())
-        {
-            if (link.qdisc == "red")
-            {
-                Fail("--tcpDelay needs drop-tail links");
-            }
-            TrafficControlHelper delayed;
-            delayed.SetRootQueueDisc("flowshare::DelayedTcpFifoQueueDisc",
-                                     "MaxSize", QueueSizeValue(size),
-                                     "TcpDelay", TimeValue(m_tcpDelay));
-            queues.Add(delayed.Install(devices.Get(1)));
-        }
-        else
-        {
-            queues.Add(tch.Install(devices.Get(1)));
-        }
+        // Both directions get the buffer behind an access stage, which only
+        // holds packets back in the down direction.
+        QueueDiscContainer queues = InstallBuffer(devices.Get(0), link, i, false);
+        queues.Add(InstallBuffer(devices.Get(1), link, i, true));
         m_upQueues.push_back(queues.Get(0));   // left node sends towards the server
         m_downQueues.push_back(queues.Get(1)); // right node sends towards the client
 
@@ -1159,23 +1245,49 @@ Testbed::LinkDrop(uint32_t link, char direction, Ptr<const Packet> packet)
     }
 }
 
+// The queue of `device`: the link's buffer of --queue packets (a FIFO, or
+// ns-3's automatic RED: MinTh = MaxTh = 0, QW = -1, gentle, the parameters
+// the lab's RED derives the same way) behind the access stage, which holds
+// the down direction's packets back by the access jitter and --tcpDelay.
+QueueDiscContainer
+Testbed::InstallBuffer(Ptr<NetDevice> device, const LinkConfig& link, uint32_t index, bool downward)
+{
+    TrafficControlHelper helper;
+    uint16_t access = helper.SetRootQueueDisc("flowshare::AccessQueueDisc",
+                                              "Jitter", TimeValue(downward ? m_jitter : Time(0)),
+                                              "Drift", BooleanValue(m_jitterShape == "drift"),
+                                              "TcpDelay", TimeValue(downward ? m_tcpDelay : Time(0)),
+                                              "Link", UintegerValue(index),
+                                              "Seed", UintegerValue(m_seed));
+    uint16_t buffer = helper.AddQueueDiscClasses(access, 1, "ns3::QueueDiscClass")[0];
+    QueueSize size(QueueSizeUnit::PACKETS, link.queuePackets);
+    if (link.qdisc == "red")
+    {
+        helper.AddChildQueueDisc(access, buffer, "ns3::RedQueueDisc",
+                                 "MaxSize", QueueSizeValue(size),
+                                 "MinTh", DoubleValue(0),
+                                 "MaxTh", DoubleValue(0),
+                                 "QW", DoubleValue(-1),
+                                 "Gentle", BooleanValue(true),
+                                 "MeanPktSize", UintegerValue(1500),
+                                 "LinkBandwidth", DataRateValue(link.rate),
+                                 "LinkDelay", TimeValue(link.delay));
+    }
+    else
+    {
+        helper.AddChildQueueDisc(access, buffer, "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(size));
+    }
+    return helper.Install(device);
+}
+
 void
 Testbed::QueueDrop(uint32_t link, Ptr<const QueueDiscItem> item)
 {
-    Ptr<const Ipv4QueueDiscItem> ipv4 = DynamicCast<const Ipv4QueueDiscItem>(item);
-    if (!ipv4)
+    if (!DynamicCast<const Ipv4QueueDiscItem>(item))
     {
         return;
     }
-    const Ipv4Header& header = ipv4->GetHeader();
-    FlowKey key{link, 'd', header.GetProtocol(), header.GetSource().Get(), header.GetDestination().Get(), 0, 0};
-    uint8_t ports[4];
-    if ((key.protocol == 6 || key.protocol == 17) && ipv4->GetPacket()->CopyData(ports, 4) == 4)
-    {
-        key.sourcePort = uint16_t((ports[0] << 8) | ports[1]);
-        key.destinationPort = uint16_t((ports[2] << 8) | ports[3]);
-    }
-    CountDrop(key, true);
+    CountDrop(DownKey(link, item), true);
 }
 
 void

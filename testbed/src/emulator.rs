@@ -12,6 +12,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use flowshare_lab::setup::JitterShape;
 use serde_json::Value;
 
 use crate::netns;
@@ -92,6 +93,23 @@ pub struct EmulatorSetup {
     /// How long the server's TCP packets wait before they join a
     /// bottleneck queue, µs (0: they join at once, like every other packet).
     pub tcp_send_delay_us: u32,
+    /// How long each flow's packets wait at most before they join a
+    /// bottleneck queue; none: they join as they reach ns-3.
+    pub access_jitter: Option<AccessJitter>,
+}
+
+/// The access jitter ns-3 gives the packets of every flow (5-tuple) in the
+/// data direction before the bottleneck queue, as the lab's access links
+/// do (`testbed/ns3/bottleneck.cc`, `AccessQueueDisc`): without it every
+/// sender is clocked by a bottleneck whose service time is exact, and
+/// which flow's packet finds the slot a departure frees depends on how soon
+/// its stack answers (testbed/README.md, "Phase").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AccessJitter {
+    /// The most a packet waits, µs.
+    pub max_us: u64,
+    /// How the wait varies: drifting, or drawn per packet.
+    pub shape: JitterShape,
 }
 
 /// A running ns-3.
@@ -155,6 +173,10 @@ impl Emulator {
         }
         if setup.tcp_send_delay_us > 0 {
             command.arg(format!("--tcpDelay={}us", setup.tcp_send_delay_us));
+        }
+        if let Some(jitter) = setup.access_jitter {
+            command.arg(format!("--jitter={}us", jitter.max_us));
+            command.arg(format!("--jitterShape={}", jitter.shape.name()));
         }
         if !setup.cbr.is_empty() {
             command.arg(format!(

@@ -23,7 +23,9 @@
 //! keys removed. What the testbed cannot emulate (paths of several links,
 //! access delays, web traffic, joining transfers) is refused with the
 //! field named; what real endpoints decide for themselves (pacing, ACK
-//! frequency, packet size, jitter) is ignored and said so.
+//! frequency, packet size) is ignored and said so. The flows' access
+//! jitter (`jitter_ms`, `jitter_shape`) is ns-3's, one setting for every
+//! flow of a run ([`Plan::access_jitter`]).
 
 use std::fmt::Write as _;
 
@@ -36,6 +38,7 @@ use flowshare_lab::setup::Role;
 use flowshare_lab::setup::Setup;
 use flowshare_lab::setup::Traffic;
 
+use crate::emulator::AccessJitter;
 use crate::emulator::CbrSetup;
 use crate::emulator::EmulatorSetup;
 use crate::emulator::LinkSetup;
@@ -291,10 +294,6 @@ impl TestbedScenario {
                     return Err(format!("link[{i}].blackhole: [{start}, {end}] must satisfy 0 <= start < end"));
                 }
             }
-            if self.tcp_send_delay_us > 0 && link.discipline == Discipline::Red {
-                // ns-3's RED queue has no stage that holds packets back.
-                return Err(format!("tcp_send_delay_us needs drop-tail bottlenecks; link[{i}] is red"));
-            }
             links.push(LinkSetup {
                 rate_bps: link.rate_bps,
                 delay_s: link.delay as f64 * 1e-9,
@@ -322,12 +321,7 @@ impl TestbedScenario {
                 return Err(format!("{}: joining transfers are not supported by the testbed", field("join_bytes")));
             }
         }
-        if scenario.flows.iter().any(|flow| flow.jitter_ms != 0.0 || flow.jitter_shape.is_some()) {
-            let _ = writeln!(
-                notes,
-                "note: jitter_ms and jitter_shape are ignored: real endpoints bring their own timing noise"
-            );
-        }
+        let access_jitter = access_jitter(&setup)?;
         if scenario.flows.iter().any(|flow| flow.pacing.is_some()) {
             let _ = writeln!(
                 notes,
@@ -419,9 +413,33 @@ impl TestbedScenario {
             seed,
             tcp_pacing: self.tcp_pacing,
             tcp_send_delay_us: self.tcp_send_delay_us,
+            access_jitter,
             quic_pacing_slack_us: self.quic_pacing_slack_us,
         })
     }
+}
+
+/// The access jitter ns-3 gives every connection's packets before the
+/// bottleneck queue ([`Plan::access_jitter`]): the connections' `jitter_ms`
+/// and `jitter_shape`, which must agree (one setting per run), none where
+/// it is 0.
+fn access_jitter(setup: &Setup) -> Result<Option<AccessJitter>, String> {
+    let Some(first) = setup.connections.first() else {
+        return Ok(None);
+    };
+    for (k, connection) in setup.connections.iter().enumerate() {
+        if connection.jitter != first.jitter || (first.jitter > 0 && connection.jitter_shape != first.jitter_shape) {
+            return Err(format!(
+                "flow: connection {k} ({}) has an access jitter of {} ms ({}) where connection 0 has {} ms ({}): the testbed gives every flow the same jitter",
+                connection.label,
+                connection.jitter as f64 * 1e-6,
+                connection.jitter_shape.name(),
+                first.jitter as f64 * 1e-6,
+                first.jitter_shape.name()
+            ));
+        }
+    }
+    Ok((first.jitter > 0).then_some(AccessJitter { max_us: first.jitter.div_ceil(1_000), shape: first.jitter_shape }))
 }
 
 fn parse_periods(value: &toml::Value) -> Result<Vec<(f64, f64)>, String> {
@@ -543,6 +561,9 @@ pub struct Plan {
     pub tcp_pacing: bool,
     /// Delay of Linux TCP's packets before the bottleneck queue, µs.
     pub tcp_send_delay_us: u32,
+    /// Every flow's access jitter before the bottleneck queue; none: its
+    /// packets join as they reach ns-3.
+    pub access_jitter: Option<AccessJitter>,
     /// The QUIC servers' pacing slack, µs; none: their default.
     pub quic_pacing_slack_us: Option<u32>,
 }
@@ -573,6 +594,7 @@ impl Plan {
             hard_limit_ms,
             pcap,
             tcp_send_delay_us: self.tcp_send_delay_us,
+            access_jitter: self.access_jitter,
         }
     }
 
@@ -585,6 +607,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flowshare_lab::setup::JitterShape;
 
     const CROSS: &str = r#"
 name = "cross"
@@ -641,13 +664,37 @@ path = ["bottleneck"]
             let error = TestbedScenario::from_toml(&format!("tcp_send_delay_us = {bad}\n{CROSS}")).unwrap_err();
             assert!(error.starts_with(&format!("tcp_send_delay_us = {bad} is not")), "{error}");
         }
+        // The access stage stands in front of RED as of a FIFO.
         let red = TestbedScenario::from_toml(&format!(
             "tcp_send_delay_us = 90\n{}",
             CROSS.replace("buffer_packets = 25", "buffer_packets = 25\nqueue = \"red\"")
         ));
-        let error = red.unwrap().plan(1, &mut String::new()).unwrap_err();
-        assert_eq!(error, "tcp_send_delay_us needs drop-tail bottlenecks; link[0] is red");
+        assert_eq!(red.unwrap().plan(1, &mut String::new()).unwrap().tcp_send_delay_us, 90);
         assert_eq!(delayed.plan(1, &mut String::new()).unwrap().emulator_setup(0.0, false).tcp_send_delay_us, 90);
+    }
+
+    #[test]
+    fn every_flows_access_jitter_reaches_ns3_and_the_flows_must_agree_on_it() {
+        assert_eq!(plan(CROSS).unwrap().access_jitter, None);
+        let jittered = |first: &str, second: &str| {
+            let text = CROSS
+                .replacen("path = [\"bottleneck\"]", &format!("path = [\"bottleneck\"]\n{first}"), 1)
+                .replace("transport = \"tcp\"", &format!("transport = \"tcp\"\n{second}"));
+            plan(&text)
+        };
+        let drift = "jitter_ms = 1.5\njitter_shape = \"drift\"";
+        let plan = jittered(drift, drift).unwrap();
+        assert_eq!(plan.access_jitter, Some(AccessJitter { max_us: 1_500, shape: JitterShape::Drift }));
+        assert_eq!(plan.emulator_setup(0.0, false).access_jitter, plan.access_jitter);
+        // The lab's default shape is drawn per packet.
+        let per_packet = jittered("jitter_ms = 1", "jitter_ms = 1").unwrap().access_jitter;
+        assert_eq!(per_packet, Some(AccessJitter { max_us: 1_000, shape: JitterShape::PerPacket }));
+        let error = jittered(drift, "jitter_ms = 1.5").unwrap_err();
+        assert_eq!(
+            error,
+            "flow: connection 1 (cubic) has an access jitter of 1.5 ms (per-packet) where connection 0 has 1.5 ms (drift): the testbed gives every flow the same jitter"
+        );
+        assert!(jittered(drift, "").unwrap_err().contains("connection 1 (cubic) has an access jitter of 0 ms"));
     }
 
     #[test]

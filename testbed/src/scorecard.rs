@@ -44,9 +44,10 @@ use crate::builtin::Case;
 use crate::cli::MachineArgs;
 use crate::scenario::Transport;
 
-/// The weighted flows' access: none, every path's delay is its link's (the
-/// testbed refuses access delays).
-const NO_ACCESS: Access = Access { delay_ms: 0.0, jitter_ms: 0.0, jitter_shape: JitterShape::PerPacket };
+/// Every flow's access unless `--jitter` and `--jitter-shape` say
+/// otherwise: no delay (every path's delay is its link's; the testbed
+/// refuses access delays) and no jitter, the endpoints' own timing.
+const TESTBED_ACCESS: Access = Access { delay_ms: 0.0, jitter_ms: 0.0, jitter_shape: JitterShape::Drift };
 
 /// The controllers whose weight the issue asks the testbed to prove, as
 /// the grid judges them: the testbed's peers (Linux TCP without `fq`,
@@ -105,12 +106,6 @@ fn pacing(name: &str) -> (&str, bool) {
 /// N = 0.5, 2, 4, 8 on two paths and three queues; the quick form runs one
 /// path, drop-tail, the Linux and quiche CUBIC peers and N = 0.5, 4.
 pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
-    if options.access_jitter_ms.is_some() || options.jitter_shape.is_some() {
-        return Err(
-            "--jitter and --jitter-shape are the lab's: the testbed's flows have no access links, their timing is the endpoints' own"
-                .into(),
-        );
-    }
     if options.peer_pacing.is_some() {
         return Err("--peer-pacing is the lab's: the testbed's peers are real stacks and pace as they do".into());
     }
@@ -133,10 +128,8 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     if let Some(rates) = &options.bandwidths_mbps {
         paths.retain(|path| rates.contains(&path.rate_mbps));
     }
-    let queues: Vec<_> = QUEUES
-        .iter()
-        .copied()
-        .filter(|queue| options.queue.as_deref().is_none_or(|wanted| wanted == queue.discipline))
+    let queues: Vec<_> = grid::queues(options.queue.as_deref(), options.buffers_bdp.as_deref())
+        .into_iter()
         .take(if quick { 1 } else { QUEUES.len() })
         .collect();
     let groups = grid::groups(&controllers, &peers, &paths, &queues, &weights);
@@ -157,12 +150,22 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         seeds,
         precision: PRECISION,
         tolerance: TOLERANCE,
-        access_jitter_ms: None,
-        access_jitter_shape: None,
+        access_jitter_ms: options.access_jitter_ms,
+        access_jitter_shape: options.jitter_shape,
         peer_pacing: None,
         separate: false,
         quic_pacing_slack_us: None,
     })
+}
+
+/// Every flow's access in `campaign`: [`TESTBED_ACCESS`] with the
+/// campaign's jitter.
+fn access(campaign: &Campaign) -> Access {
+    Access {
+        jitter_ms: campaign.access_jitter_ms.unwrap_or(TESTBED_ACCESS.jitter_ms),
+        jitter_shape: campaign.access_jitter_shape.unwrap_or(TESTBED_ACCESS.jitter_shape),
+        ..TESTBED_ACCESS
+    }
 }
 
 /// The testbed case of a job: the group's scenario with its peers' transports.
@@ -170,8 +173,9 @@ fn case(campaign: &Campaign, job: &Job) -> Result<Case, String> {
     let group = &campaign.groups[job.group];
     let (peer, paced) = pacing(&group.peer);
     let (_, transport) = builtin::peer(peer, 1, &[flowshare_lab::scenario::BOTTLENECK])?;
-    let scenario = group.scenario(job.cell, TESTBED_START_SPREAD_S, NO_ACCESS, &|count| {
-        builtin::peer(peer, count, &[flowshare_lab::scenario::BOTTLENECK]).map(|(flow, _)| flow)
+    let access = access(campaign);
+    let scenario = group.scenario(job.cell, TESTBED_START_SPREAD_S, access, &|count| {
+        builtin::peer(peer, count, &[flowshare_lab::scenario::BOTTLENECK]).map(|(flow, _)| access.apply(flow))
     })?;
     let transports = vec![Transport::Quic, transport];
     let name = match job.cell {
@@ -576,6 +580,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emulator::AccessJitter;
 
     /// Every cell of the quick and the full grid, with paced and unpaced
     /// Linux peers and N separate connections beside every whole N, makes
@@ -603,7 +608,6 @@ mod tests {
                         Ok(plan) => assert_eq!(plan.quic_pacing_slack_us, slack, "{}", case.name),
                         Err(error) => panic!("{}: {error}", case.name),
                     }
-                    assert!(!notes.contains("jitter"), "{}: {notes}", case.name);
                 }
             }
         }
@@ -726,12 +730,20 @@ mod tests {
     }
 
     #[test]
-    fn the_labs_jitter_flags_are_refused() {
-        let jittered = Options { access_jitter_ms: Some(2.0), ..Options::default() };
-        let shaped = Options { jitter_shape: Some(JitterShape::Drift), ..Options::default() };
-        for options in [jittered, shaped] {
-            let error = campaign(&options, None).expect_err("refused");
-            assert!(error.starts_with("--jitter and --jitter-shape are the lab's"), "{error}");
+    fn the_jitter_flags_give_every_flow_of_every_run_that_jitter() {
+        let options = Options { quick: true, access_jitter_ms: Some(2.0), ..Options::default() };
+        let campaign = campaign(&options, None).expect("campaign");
+        assert_eq!((campaign.access_jitter_ms, campaign.access_jitter_shape), (Some(2.0), None));
+        for (position, group) in campaign.own_groups() {
+            for cell in group.cells(false) {
+                let case = case(&campaign, &Job { group: position, cell, seed: 1 }).expect("case");
+                let plan = case.scenario.plan(1, &mut String::new()).expect("plan");
+                assert_eq!(plan.access_jitter, Some(AccessJitter { max_us: 2_000, shape: JitterShape::Drift }));
+            }
         }
+        // Without them the endpoints' own timing, as every campaign before.
+        let campaign = super::campaign(&Options { quick: true, ..Options::default() }, None).expect("campaign");
+        let case = case(&campaign, &Job { group: 0, cell: Cell::Control, seed: 1 }).expect("case");
+        assert_eq!(case.scenario.plan(1, &mut String::new()).expect("plan").access_jitter, None);
     }
 }

@@ -83,6 +83,17 @@ pub const QUEUES: [Queue; 3] = [
     Queue { name: "red-1bdp", discipline: "red", buffer_bdp: 1.0 },
 ];
 
+/// The queues of [`QUEUES`] whose discipline is `discipline` and whose
+/// buffer is one of `buffers_bdp` (either unset: all).
+pub fn queues(discipline: Option<&str>, buffers_bdp: Option<&[f64]>) -> Vec<Queue> {
+    QUEUES
+        .iter()
+        .copied()
+        .filter(|queue| discipline.is_none_or(|wanted| wanted == queue.discipline))
+        .filter(|queue| buffers_bdp.is_none_or(|wanted| wanted.contains(&queue.buffer_bdp)))
+        .collect()
+}
+
 /// One controller against one kind of peer on one path and queue.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Group {
@@ -279,6 +290,18 @@ mod tests {
     fn group(flows: Flows) -> Group {
         let path = Path { name: "p".into(), rate_mbps: 20.0, rtt_ms: 40.0, flows, duration_s: 100.0 };
         groups(&["pa-multcp".into()], &["cubic".into()], &[path], &QUEUES[1..2], &[0.5, 8.0]).remove(0)
+    }
+
+    #[test]
+    fn queues_are_chosen_by_discipline_and_buffer() {
+        let names = |discipline, buffers: Option<&[f64]>| -> Vec<&str> {
+            queues(discipline, buffers).iter().map(|queue| queue.name).collect()
+        };
+        assert_eq!(names(None, None), ["droptail-1bdp", "droptail-0.5bdp", "red-1bdp"]);
+        assert_eq!(names(Some("droptail"), None), ["droptail-1bdp", "droptail-0.5bdp"]);
+        assert_eq!(names(Some("droptail"), Some(&[1.0])), ["droptail-1bdp"]);
+        assert_eq!(names(None, Some(&[0.5])), ["droptail-0.5bdp"]);
+        assert!(names(Some("red"), Some(&[0.5])).is_empty());
     }
 
     #[test]

@@ -88,10 +88,8 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
     if let Some(duration_s) = options.duration_s {
         paths.iter_mut().for_each(|path| path.duration_s = duration_s);
     }
-    let queues: Vec<_> = QUEUES
-        .iter()
-        .copied()
-        .filter(|queue| options.queue.as_deref().is_none_or(|wanted| wanted == queue.discipline))
+    let queues: Vec<_> = grid::queues(options.queue.as_deref(), options.buffers_bdp.as_deref())
+        .into_iter()
         .take(if quick { 1 } else { QUEUES.len() })
         .collect();
     for controller in &controllers {
