@@ -33,7 +33,6 @@ use flowshare_lab::scorecard::grid::Path;
 use flowshare_lab::scorecard::grid::QUEUES;
 use flowshare_lab::scorecard::PRECISION;
 use flowshare_lab::scorecard::TOLERANCE;
-use flowshare_lab::setup::JitterShape;
 use flowshare_lab::setup::Role;
 use serde::Deserialize;
 use serde::Serialize;
@@ -46,8 +45,15 @@ use crate::scenario::Transport;
 
 /// Every flow's access unless `--jitter` and `--jitter-shape` say
 /// otherwise: no delay (every path's delay is its link's; the testbed
-/// refuses access delays) and no jitter, the endpoints' own timing.
-const TESTBED_ACCESS: Access = Access { delay_ms: 0.0, jitter_ms: 0.0, jitter_shape: JitterShape::Drift };
+/// refuses access delays) and the lab's access jitter, up to 1 ms
+/// drifting, which ns-3 gives each flow before the bottleneck queue.
+/// Without it, which stack's packet takes the slot a departure frees
+/// depends on how soon it answers an acknowledgement modulo the service
+/// time (a phase effect), and with it the same campaign's controls spread
+/// less and hold their weight more often (testbed/README.md, "Phase";
+/// `--jitter 0` runs the endpoints' own timing, as every campaign before
+/// 2026-12-06).
+const TESTBED_ACCESS: Access = Access { delay_ms: 0.0, ..grid::LAB_ACCESS };
 
 /// The controllers whose weight the issue asks the testbed to prove, as
 /// the grid judges them: the testbed's peers (Linux TCP without `fq`,
@@ -150,8 +156,11 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         seeds,
         precision: PRECISION,
         tolerance: TOLERANCE,
-        access_jitter_ms: options.access_jitter_ms,
-        access_jitter_shape: options.jitter_shape,
+        // Recorded even at the default, so that a campaign of another
+        // jitter (or of the endpoints' own timing, before the default
+        // changed) never merges or resumes into this one.
+        access_jitter_ms: Some(options.access_jitter_ms.unwrap_or(TESTBED_ACCESS.jitter_ms)),
+        access_jitter_shape: Some(options.jitter_shape.unwrap_or(TESTBED_ACCESS.jitter_shape)),
         peer_pacing: None,
         separate: false,
         quic_pacing_slack_us: None,
@@ -581,6 +590,7 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::emulator::AccessJitter;
+    use flowshare_lab::setup::JitterShape;
 
     /// Every cell of the quick and the full grid, with paced and unpaced
     /// Linux peers and N separate connections beside every whole N, makes
@@ -733,7 +743,7 @@ mod tests {
     fn the_jitter_flags_give_every_flow_of_every_run_that_jitter() {
         let options = Options { quick: true, access_jitter_ms: Some(2.0), ..Options::default() };
         let campaign = campaign(&options, None).expect("campaign");
-        assert_eq!((campaign.access_jitter_ms, campaign.access_jitter_shape), (Some(2.0), None));
+        assert_eq!((campaign.access_jitter_ms, campaign.access_jitter_shape), (Some(2.0), Some(JitterShape::Drift)));
         for (position, group) in campaign.own_groups() {
             for cell in group.cells(false) {
                 let case = case(&campaign, &Job { group: position, cell, seed: 1 }).expect("case");
@@ -741,9 +751,16 @@ mod tests {
                 assert_eq!(plan.access_jitter, Some(AccessJitter { max_us: 2_000, shape: JitterShape::Drift }));
             }
         }
-        // Without them the endpoints' own timing, as every campaign before.
-        let campaign = super::campaign(&Options { quick: true, ..Options::default() }, None).expect("campaign");
-        let case = case(&campaign, &Job { group: 0, cell: Cell::Control, seed: 1 }).expect("case");
-        assert_eq!(case.scenario.plan(1, &mut String::new()).expect("plan").access_jitter, None);
+        // Without them the lab's jitter, recorded; `--jitter 0` the
+        // endpoints' own timing, as every campaign before 2026-12-06.
+        let plan_of = |options: Options| {
+            let campaign = super::campaign(&options, None).expect("campaign");
+            let case = case(&campaign, &Job { group: 0, cell: Cell::Control, seed: 1 }).expect("case");
+            (campaign.access_jitter_ms, case.scenario.plan(1, &mut String::new()).expect("plan").access_jitter)
+        };
+        let lab = AccessJitter { max_us: 1_000, shape: JitterShape::Drift };
+        assert_eq!(plan_of(Options { quick: true, ..Options::default() }), (Some(1.0), Some(lab)));
+        let own = Options { quick: true, access_jitter_ms: Some(0.0), ..Options::default() };
+        assert_eq!(plan_of(own), (Some(0.0), None));
     }
 }

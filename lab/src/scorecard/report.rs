@@ -216,13 +216,17 @@ pub fn headline(card: &Scorecard) -> String {
         let default = crate::scorecard::grid::LAB_ACCESS;
         let jitter = card.access_jitter_ms.unwrap_or(default.jitter_ms);
         let shape = card.access_jitter_shape.unwrap_or(default.jitter_shape);
-        let _ = writeln!(
-            text,
-            "access jitter: up to {jitter} ms, {} (--jitter, --jitter-shape; the lab's default is up to {} ms, {})",
-            shape.name(),
-            default.jitter_ms,
-            default.jitter_shape.name()
-        );
+        if jitter == 0.0 {
+            let _ = writeln!(text, "no access jitter: every sender's own timing (--jitter 0)");
+        } else {
+            let _ = writeln!(
+                text,
+                "access jitter: up to {jitter} ms, {} (--jitter, --jitter-shape; the lab's default is up to {} ms, {})",
+                shape.name(),
+                default.jitter_ms,
+                default.jitter_shape.name()
+            );
+        }
     }
     if card.peer_pacing == Some(false) {
         let _ = writeln!(text, "{UNPACED_PEERS}");
