@@ -117,10 +117,11 @@ pub struct OptionArgs {
     peer_pacing: Option<bool>,
     /// Access jitter in ms: each packet of every flow waits up to this much
     /// more (uniform, never reordering a flow's packets) on its way to the
-    /// bottleneck; the lab's scorecard only (default 1).
+    /// bottleneck (default 1 in both scorecards; 0 in the testbed's leaves
+    /// the endpoints' own timing).
     #[arg(long)]
     jitter: Option<f64>,
-    /// How the access jitter varies: drift (the lab's scorecard default: a
+    /// How the access jitter varies: drift (both scorecards' default: a
     /// slowly moving delay that keeps every flow's spacing) or per-packet
     /// (each packet draws its own, so a fast flow arrives in clumps).
     #[arg(long)]
