@@ -754,9 +754,10 @@ class Testbed
     std::vector<uint32_t> m_maxQueue;
     std::vector<uint64_t> m_socketPackets;
     std::vector<uint64_t> m_socketDrops;
-    // Where real time started, on both clocks (Tick says why).
-    std::chrono::steady_clock::time_point m_startWall;
-    std::chrono::system_clock::time_point m_startSystem;
+    // Where real time started, on both clocks (Tick says why); the system
+    // clock's as the seconds since the epoch that the monitor's rows carry.
+    std::chrono::steady_clock::time_point m_startMonotonic;
+    double m_startEpoch = 0;
     double m_maxLagMs = 0;
     double m_lagSumMs = 0;
     uint64_t m_ticks = 0;
@@ -1304,9 +1305,9 @@ Testbed::Tick()
     // the bottleneck while every endpoint was stopped (2026-12-06: 5.2 s,
     // in two runs at once, with 0 ms of monotonic lag). A system clock
     // stepped back stops ns-3 instead; the monotonic lag sees that.
-    double monotonic = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_startWall).count();
-    double system = std::chrono::duration<double>(std::chrono::system_clock::now() - m_startSystem).count();
-    double lagMs = std::max(0.0, (std::max(monotonic, system) - sim) * 1000);
+    double monotonic = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_startMonotonic).count();
+    double epoch = WallSecondsSinceEpoch();
+    double lagMs = std::max(0.0, (std::max(monotonic, epoch - m_startEpoch) - sim) * 1000);
     m_ticks += 1;
     m_lagSumMs += lagMs;
     m_maxLagMs = std::max(m_maxLagMs, lagMs);
@@ -1325,7 +1326,6 @@ Testbed::Tick()
             m_socketDrops[i] += stats.tp_drops;
         }
     }
-    double epoch = WallSecondsSinceEpoch();
     if (m_series.is_open())
     {
         for (const auto& [key, counters] : m_interval_counters)
@@ -1471,8 +1471,8 @@ void
 Testbed::Run()
 {
     Simulator::Schedule(Seconds(0), [this]() {
-        m_startWall = std::chrono::steady_clock::now();
-        m_startSystem = std::chrono::system_clock::now();
+        m_startMonotonic = std::chrono::steady_clock::now();
+        m_startEpoch = WallSecondsSinceEpoch();
         std::cout << "ready" << std::endl;
         Simulator::Schedule(m_interval, &Testbed::Tick, this);
     });
