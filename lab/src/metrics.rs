@@ -76,6 +76,18 @@ pub fn utilization(run: &RunResult) -> f64 {
     run.links.iter().map(|link| link.utilization).fold(0.0, f64::max)
 }
 
+/// The drop rate of the link that dropped most: its drops over the packets
+/// offered to it (0 when no link dropped). A flow's share of its packets
+/// lost over this says whether it loses what an average packet at the
+/// bottleneck does (1), less (a paced flow among bursty ones) or more.
+pub fn bottleneck_drop_rate(run: &RunResult) -> f64 {
+    run.links
+        .iter()
+        .max_by_key(|link| link.stats.drops)
+        .filter(|link| link.stats.drops > 0)
+        .map_or(0.0, |link| link.stats.drops as f64 / link.stats.arrivals as f64)
+}
+
 /// Per-connection measurements for reports.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct FlowMetrics {

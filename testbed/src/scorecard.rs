@@ -633,6 +633,8 @@ mod tests {
             fairness_index: 0.91,
             weighted_loss_event_rate: 0.0031,
             standard_loss_event_rate: 0.0022,
+            weighted_loss_over_drop_rate: 0.77,
+            standard_loss_over_drop_rate: 1.06,
             utilization: 0.9986,
             trusted: false,
         };
@@ -676,6 +678,9 @@ mod tests {
         let taken = kept_run(&dir, "s", 3).expect("read").expect("kept");
         assert_eq!((taken.machine, taken.episodes), (None, None));
         assert_eq!(taken.sample.map(|sample| sample.fairness_index), Some(1.1));
+        let loss =
+            taken.sample.map(|sample| (sample.weighted_loss_over_drop_rate, sample.standard_loss_over_drop_rate));
+        assert!(loss.is_some_and(|(weighted, standard)| weighted.is_nan() && standard.is_nan()), "not recorded then");
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
 
@@ -697,6 +702,8 @@ mod tests {
             fairness_index,
             weighted_loss_event_rate: 0.001,
             standard_loss_event_rate: 0.002,
+            weighted_loss_over_drop_rate: 0.7,
+            standard_loss_over_drop_rate: 1.1,
             utilization: 0.998,
             trusted: true,
         };

@@ -230,6 +230,8 @@ mod tests {
                     fairness_index: 0.9 + noise,
                     weighted_loss_event_rate: 0.01,
                     standard_loss_event_rate: 0.01,
+                    weighted_loss_over_drop_rate: 0.8,
+                    standard_loss_over_drop_rate: 1.05,
                     utilization: 1.0,
                     trusted: true,
                 })

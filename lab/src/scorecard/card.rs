@@ -25,6 +25,16 @@ pub struct Sample {
     /// The standard flows' mean loss event rate.
     #[serde(with = "number")]
     pub standard_loss_event_rate: f64,
+    /// The controller's connections' mean share of their packets lost
+    /// over the bottleneck's drop rate ([`metrics::bottleneck_drop_rate`]):
+    /// 1 when they lose what an average packet there does. NaN (`null`)
+    /// where the bottleneck dropped nothing, and in samples kept before
+    /// it was recorded.
+    #[serde(default = "number::missing", with = "number")]
+    pub weighted_loss_over_drop_rate: f64,
+    /// The same for the standard flows.
+    #[serde(default = "number::missing", with = "number")]
+    pub standard_loss_over_drop_rate: f64,
     /// Utilisation of the bottleneck.
     #[serde(with = "number")]
     pub utilization: f64,
@@ -41,10 +51,17 @@ impl Sample {
         let mean = |values: Vec<f64>| (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
         let per_share = mean(role(Role::Weighted).map(|f| f.throughput_bps / f.weight).collect())?;
         let standard = mean(role(Role::Standard).map(|f| f.throughput_bps).collect()).filter(|&s| s > 0.0)?;
+        let drop_rate = metrics::bottleneck_drop_rate(run);
+        let loss_over_drop_rate = |which| {
+            let loss = mean(role(which).map(|f| f.packet_loss_rate).collect());
+            loss.filter(|_| drop_rate > 0.0).map_or(f64::NAN, |loss| loss / drop_rate)
+        };
         Some(Sample {
             fairness_index: per_share / standard,
             weighted_loss_event_rate: mean(role(Role::Weighted).map(|f| f.loss_event_rate).collect())?,
             standard_loss_event_rate: mean(role(Role::Standard).map(|f| f.loss_event_rate).collect())?,
+            weighted_loss_over_drop_rate: loss_over_drop_rate(Role::Weighted),
+            standard_loss_over_drop_rate: loss_over_drop_rate(Role::Standard),
             utilization: metrics::utilization(run),
             trusted,
         })
@@ -67,6 +84,11 @@ mod number {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
         Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
+    }
+
+    /// A number a file written before it existed does not have.
+    pub fn missing() -> f64 {
+        f64::NAN
     }
 }
 
@@ -178,6 +200,13 @@ pub struct CellCard {
     /// Mean loss event rate of the standard flows.
     #[serde(with = "number")]
     pub loss_event_rate_standard: f64,
+    /// Mean over the runs of the controller's connections' packet loss
+    /// over the bottleneck's drop rate (`null` when a run lacks it).
+    #[serde(default = "number::missing", with = "number")]
+    pub loss_over_drop_rate_weighted: f64,
+    /// The same for the standard flows.
+    #[serde(default = "number::missing", with = "number")]
+    pub loss_over_drop_rate_standard: f64,
     /// Mean utilisation of the bottleneck.
     #[serde(with = "number")]
     pub utilization: f64,
@@ -210,6 +239,8 @@ impl CellCard {
             relative,
             loss_event_rate_weighted: mean(|s| s.weighted_loss_event_rate),
             loss_event_rate_standard: mean(|s| s.standard_loss_event_rate),
+            loss_over_drop_rate_weighted: mean(|s| s.weighted_loss_over_drop_rate),
+            loss_over_drop_rate_standard: mean(|s| s.standard_loss_over_drop_rate),
             utilization: mean(|s| s.utilization),
             verdict,
             separate: None,
@@ -401,12 +432,64 @@ mod tests {
         assert!(estimate.relative_to(&estimate).ci95 > estimate.ci95 / estimate.mean);
     }
 
+    /// A run of one weighted connection (weight 2) and two standard flows,
+    /// 400 packets each, through one link that dropped `link_drops` of the
+    /// 1,000 packets offered to it.
+    fn run(weighted_lost: u64, standard_lost: [u64; 2], link_drops: u64) -> RunResult {
+        use crate::result::{ConnectionResult, LinkResult, LinkStats, SenderStats};
+        let connection = |role, weight, throughput_bps, packets_lost| ConnectionResult {
+            label: String::new(),
+            cc: String::new(),
+            weight,
+            role,
+            bins: Vec::new(),
+            throughput_bps,
+            stats: SenderStats { packets_sent: 400, packets_lost, ..SenderStats::default() },
+            completions: Vec::new(),
+            controller: None,
+        };
+        RunResult {
+            name: "run".into(),
+            seed: 1,
+            measured_seconds: 10.0,
+            warmup_seconds: 1.0,
+            bin_seconds: 0.1,
+            connections: vec![
+                connection(Role::Weighted, 2.0, 8e6, weighted_lost),
+                connection(Role::Standard, 1.0, 5e6, standard_lost[0]),
+                connection(Role::Standard, 1.0, 3e6, standard_lost[1]),
+            ],
+            links: vec![LinkResult {
+                name: "bottleneck".into(),
+                rate_bps: 16e6,
+                stats: LinkStats { arrivals: 1000, drops: link_drops, ..LinkStats::default() },
+                utilization: 1.0,
+            }],
+            packets_sent: 1200,
+            events: 0,
+        }
+    }
+
+    #[test]
+    fn a_sample_puts_each_roles_packet_loss_over_the_bottlenecks_drop_rate() {
+        // The weighted connection loses 8 of 400 packets (2 %), the standard
+        // flows 4 and 20 of 400 (1 % and 5 %, 3 % on average), the link 3 %.
+        let sample = Sample::of(&run(8, [4, 20], 30), true).expect("both roles have throughput");
+        assert!((sample.fairness_index - 1.0).abs() < 1e-12, "4 Mbit/s a flowshare against 4 on average");
+        assert!((sample.weighted_loss_over_drop_rate - 2.0 / 3.0).abs() < 1e-12);
+        assert!((sample.standard_loss_over_drop_rate - 1.0).abs() < 1e-12);
+        let lossless = Sample::of(&run(0, [0, 0], 0), true).expect("both roles have throughput");
+        assert!(lossless.weighted_loss_over_drop_rate.is_nan() && lossless.standard_loss_over_drop_rate.is_nan());
+    }
+
     #[test]
     fn verdicts_need_a_precise_control() {
         let sample = |fi| Sample {
             fairness_index: fi,
             weighted_loss_event_rate: 0.0,
             standard_loss_event_rate: 0.0,
+            weighted_loss_over_drop_rate: 1.0,
+            standard_loss_over_drop_rate: 1.0,
             utilization: 1.0,
             trusted: true,
         };
@@ -433,6 +516,8 @@ mod tests {
             fairness_index: fi,
             weighted_loss_event_rate: 0.1 + 0.2,
             standard_loss_event_rate: 1.0 / 3.0,
+            weighted_loss_over_drop_rate: 0.1 + 0.7,
+            standard_loss_over_drop_rate: f64::NAN,
             utilization: 0.9972782499999999,
             trusted: true,
         };

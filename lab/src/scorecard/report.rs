@@ -90,6 +90,16 @@ impl Tally {
     }
 }
 
+/// A role's packet loss over the bottleneck's drop rate; `-` where a run
+/// did not record it or nothing was dropped.
+fn loss_over_drop_rate_text(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{ratio:.2}")
+    } else {
+        "-".to_string()
+    }
+}
+
 /// A row of the table; with `separate`, the two columns of the judgement
 /// against N separate connections follow.
 fn row(table: &mut Table, group: &GroupCard, cell: &CellCard, separate: bool) {
@@ -108,6 +118,8 @@ fn row(table: &mut Table, group: &GroupCard, cell: &CellCard, separate: bool) {
         estimate(&cell.relative),
         format!("{:.5}", cell.loss_event_rate_weighted),
         format!("{:.5}", cell.loss_event_rate_standard),
+        loss_over_drop_rate_text(cell.loss_over_drop_rate_weighted),
+        loss_over_drop_rate_text(cell.loss_over_drop_rate_standard),
         format!("{}{untrusted}", cell.seeds),
         verdict_text(cell.verdict).to_string(),
     ];
@@ -135,6 +147,8 @@ pub fn table(card: &Scorecard) -> String {
         "FI / control",
         "loss ev. w",
         "loss ev. std",
+        "loss/drops w",
+        "loss/drops std",
         "seeds",
         "verdict",
     ];
@@ -564,6 +578,8 @@ mod tests {
             fairness_index,
             weighted_loss_event_rate: 0.01,
             standard_loss_event_rate: 0.01,
+            weighted_loss_over_drop_rate: 0.8,
+            standard_loss_over_drop_rate: 1.05,
             utilization: 1.0,
             trusted: true,
         };
