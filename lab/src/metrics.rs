@@ -81,11 +81,7 @@ pub fn utilization(run: &RunResult) -> f64 {
 /// lost over this says whether it loses what an average packet at the
 /// bottleneck does (1), less (a paced flow among bursty ones) or more.
 pub fn bottleneck_drop_rate(run: &RunResult) -> f64 {
-    run.links
-        .iter()
-        .max_by_key(|link| link.stats.drops)
-        .filter(|link| link.stats.drops > 0)
-        .map_or(0.0, |link| link.stats.drops as f64 / link.stats.arrivals as f64)
+    run.links.iter().max_by_key(|link| link.stats.drops).map_or(0.0, |link| link.stats.drop_rate())
 }
 
 /// Per-connection measurements for reports.
@@ -166,7 +162,7 @@ pub fn link_metrics(run: &RunResult) -> Vec<LinkMetrics> {
         .map(|link| LinkMetrics {
             name: link.name.clone(),
             utilization: link.utilization,
-            drop_rate: link.stats.drops as f64 / link.stats.arrivals.max(1) as f64,
+            drop_rate: link.stats.drop_rate(),
             mean_queueing_delay_ms: link.stats.queueing_delay_sum as f64
                 / (link.stats.arrivals - link.stats.drops).max(1) as f64
                 * 1e-6,

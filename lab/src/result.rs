@@ -102,6 +102,13 @@ pub struct LinkStats {
     pub max_queue_packets: u64,
 }
 
+impl LinkStats {
+    /// Drops over packets offered (0 when none were offered).
+    pub fn drop_rate(&self) -> f64 {
+        self.drops as f64 / self.arrivals.max(1) as f64
+    }
+}
+
 /// The sender's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SenderStats {
