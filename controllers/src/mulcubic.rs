@@ -128,22 +128,18 @@
 //! CUBIC flow (β) and grows slower: `C_N = N⁴ C` and `α_N = N² α` (eq. (5)
 //! with `b = 1 - β` fixed, `a = 3N²b / (2 - b)`), N² above `W_max`; both
 //! averages scale by exactly N. This is MulTCP's AIMD(N², 1/2) choice for
-//! CUBIC, and both rules give RFC 9438's constants at N = 1. By default
-//! (`yield_by=decrease`, [`crate::thinning::YieldBy`]) the window gives up
-//! the rest of the flow's share by a deeper cut instead, worth the same N
-//! flowshares by both averages (β' = 0.48 and N times the increase at
-//! N = 0.5, [`crate::equations::yielding_cubic_flow_params`]): drops at a
-//! full drop-tail queue fall most on the packets that grow a window, so a
-//! window that grows N² times as fast as a flow is hit less than its share
-//! and takes more (lab scorecard at N = 0.5 against peers that do not pace,
-//! small-10 drop-tail: 1.16-1.21 of its share with `increase`, seeing 0.74
-//! of its Reno peers' loss event rate at 1 BDP, 1.03-1.11 with `decrease`,
-//! seeing 1.00 of theirs; controllers/README.md). Both averages assume the loss
-//! event rate a full flow sees; by default (`thinning=undo`,
-//! [`crate::thinning`]) the window, which sees R times more when events
-//! lose several packets, grows with `R³` times its `C` and `R` times its
-//! `α` (R from its own losses per event, 1 for single losses);
-//! `thinning=paper` keeps them. Below N = 0.01,
+//! CUBIC, and both rules give RFC 9438's constants at N = 1. The other rule
+//! (`yield_by=decrease`) gives up the rest of the flow's share by a deeper
+//! cut, worth the same N flowshares by both averages (β' = 0.48 and N times
+//! the increase at N = 0.5, [`crate::equations::yielding_cubic_flow_params`]).
+//! Which holds the weight at a drop-tail queue depends on the pacing, so
+//! the default follows it ([`crate::thinning::YieldBy::default_for`]): the
+//! papers' rule paced, the deeper cut unpaced (`pacing=off`, `split`).
+//! Both averages assume the loss event rate a full flow sees; by default
+//! (`thinning=undo`, [`crate::thinning`]) the window, which sees R times
+//! more when events lose several packets, grows with `R³` times its `C`
+//! and `R` times its `α` (R from its own losses per event, 1 for single
+//! losses); `thinning=paper` keeps them. Below N = 0.01,
 //! `C_N < 4·10⁻⁹` stretches `K` beyond any useful time scale, so the weight
 //! range starts there.
 //!
@@ -227,10 +223,6 @@ pub struct MulCubicConfig {
 }
 
 impl MulCubicConfig {
-    /// How the window yields below one flowshare unless a spec says
-    /// otherwise.
-    pub const DEFAULT_YIELD_BY: YieldBy = YieldBy::Decrease;
-
     /// MulCUBIC(n); `n` must lie in `[0.01, 256]`.
     pub fn new(n: f64) -> Result<Self, SpecError> {
         if CUBIC_WEIGHT.contains(n) {
@@ -241,7 +233,7 @@ impl MulCubicConfig {
                 thinning: Thinning::Undo,
                 ack_delay: AckDelay::DEFAULT,
                 whole_packets: WholePackets::DEFAULT,
-                yield_by: MulCubicConfig::DEFAULT_YIELD_BY,
+                yield_by: YieldBy::default_for(Pacing::DEFAULT),
                 loops: Loops::DEFAULT,
             })
         } else {
@@ -316,7 +308,7 @@ impl AlgorithmConfig for MulCubicConfig {
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
         let ack_delay = args.choice("ack_delay", &ACK_DELAYS)?.unwrap_or(AckDelay::DEFAULT);
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
-        let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(MulCubicConfig::DEFAULT_YIELD_BY);
+        let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(YieldBy::default_for(pacing));
         let loops = args.choice("loops", &LOOPS)?.unwrap_or(Loops::DEFAULT);
         Ok(MulCubicConfig { decrease, pacing, thinning, ack_delay, whole_packets, yield_by, loops, ..config })
     }
@@ -357,7 +349,7 @@ impl fmt::Display for MulCubicConfig {
         if self.whole_packets != WholePackets::DEFAULT {
             write!(f, ",whole_packets={}", self.whole_packets.name())?;
         }
-        if self.yield_by != MulCubicConfig::DEFAULT_YIELD_BY {
+        if self.yield_by != YieldBy::default_for(self.pacing) {
             write!(f, ",yield_by={}", self.yield_by.name())?;
         }
         if self.loops != Loops::DEFAULT {
@@ -724,7 +716,7 @@ mod tests {
         };
         let ratio = crate::equations::thinning_ratio(0.5, 2.0);
         let thinned = after_events_of("mulcubic:n=0.5", 3);
-        let plain = MulCubicConfig::DEFAULT_YIELD_BY.cubic_params(0.5);
+        let plain = YieldBy::default_for(Pacing::DEFAULT).cubic_params(0.5);
         assert!(ratio > 1.2, "{ratio}");
         assert!(close(thinned.alpha, plain.alpha * ratio, 1e-12) && close(thinned.c, plain.c * ratio.powi(3), 1e-12));
         assert_eq!(thinned.beta, plain.beta);
@@ -744,10 +736,21 @@ mod tests {
         let mut host = Host::new(mulcubic("mulcubic:n=2,yield_by=decrease"));
         host.controller.set_weight(0.25).unwrap();
         assert_eq!(host.controller.loss_window().params(), crate::equations::yielding_cubic_flow_params(0.25));
-        for spec in ["mulcubic:n=0.5,yield_by=decrease", "mulcubic:n=0.5,yield_by=increase"] {
+        for spec in [
+            "mulcubic:n=0.5,yield_by=decrease",
+            "mulcubic:n=0.5,yield_by=increase",
+            "mulcubic:n=0.5,pacing=off,yield_by=decrease",
+            "mulcubic:n=0.5,pacing=off,yield_by=increase",
+        ] {
             let text = spec.parse::<Spec>().unwrap().to_string();
             assert_eq!(params(&text), params(spec), "{text}");
         }
+        // The default follows the pacing: the papers' rule paced, the deeper
+        // cut where acknowledgements clock the packets out.
+        assert_eq!(params("mulcubic:n=0.5"), cubic_flow_params(0.5));
+        assert_eq!(params("mulcubic:n=0.5,pacing=off"), deeper);
+        assert_eq!(params("mulcubic:n=0.5,pacing=split"), deeper);
+        assert_eq!("mulcubic:n=0.5,yield_by=increase".parse::<Spec>().unwrap().to_string(), "mulcubic:n=0.5");
     }
 
     #[test]

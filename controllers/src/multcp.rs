@@ -21,10 +21,12 @@
 //!   losses per event ([`crate::thinning`]): AIMD(N² R, 1/2), with R = 1
 //!   for single losses. `thinning=paper` keeps AIMD(N², 1/2).
 //!   `yield_by=decrease` gives up the rest of the flow's share by a deeper
-//!   cut instead of a slower growth, worth the same N flowshares by eq. (5)
-//!   ([`crate::thinning::YieldBy`]): AIMD(N, 2 / (1 + 3N)), e.g.
-//!   AIMD(0.5, 0.8) at N = 0.5, below which the cut stays at 0.8 and the
-//!   increase falls along eq. (5).
+//!   cut instead of a slower growth, worth the same N flowshares by eq. (5):
+//!   AIMD(N, 2 / (1 + 3N)), e.g. AIMD(0.5, 0.8) at N = 0.5, below which
+//!   the cut stays at 0.8 and the increase falls along eq. (5). It is the
+//!   default of a connection that does not pace (`pacing=off`, `split`),
+//!   AIMD(N², 1/2) that of one that does
+//!   ([`crate::thinning::YieldBy::default_for`]).
 //! * **Slow start**: three packets per acknowledged packet (window growth of
 //!   two) until the window reaches what N TCP flows reach together, then
 //!   standard slow start. Starting from the same initial window IW, MulTCP
@@ -142,10 +144,6 @@ pub struct MulTcpConfig {
 }
 
 impl MulTcpConfig {
-    /// How the default pair yields below one flowshare unless a spec says
-    /// otherwise.
-    pub const DEFAULT_YIELD_BY: YieldBy = YieldBy::Increase;
-
     /// MulTCP(1): one standard flow, AIMD(1, 1/2).
     pub fn one_flow() -> Self {
         MulTcpConfig {
@@ -156,7 +154,7 @@ impl MulTcpConfig {
             thinning: Thinning::Undo,
             ack_delay: AckDelay::DEFAULT,
             whole_packets: WholePackets::DEFAULT,
-            yield_by: MulTcpConfig::DEFAULT_YIELD_BY,
+            yield_by: YieldBy::default_for(Pacing::DEFAULT),
             loops: Loops::One,
             choice: PairChoice::Default,
         }
@@ -164,7 +162,7 @@ impl MulTcpConfig {
 
     /// MulTCP(n) with the default pair.
     pub fn new(n: f64) -> Result<Self, SpecError> {
-        MulTcpConfig::yielding(n, MulTcpConfig::DEFAULT_YIELD_BY)
+        MulTcpConfig::yielding(n, YieldBy::default_for(Pacing::DEFAULT))
     }
 
     /// MulTCP(n) with the default pair, which below one flowshare yields as
@@ -297,7 +295,7 @@ impl AlgorithmConfig for MulTcpConfig {
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let yield_by = args.choice("yield_by", &YIELD_BYS)?;
         let loops = args.choice("loops", &LOOPS)?;
-        let config = MulTcpConfig::pair_from_args(n, yield_by, args)?;
+        let config = MulTcpConfig::pair_from_args(n, yield_by, pacing, args)?;
         if loops == Some(Loops::Separate) && config.choice != PairChoice::Default {
             return Err(SpecError::new("multcp", "loops", "= separate runs standard flows' loops; it takes no a or b"));
         }
@@ -325,8 +323,9 @@ impl AlgorithmConfig for MulTcpConfig {
 
 impl MulTcpConfig {
     /// Parses `a` and `b` for weight `n`; `yield_by` chooses the default
-    /// pair, so it cannot come with either.
-    fn pair_from_args(n: f64, yield_by: Option<YieldBy>, args: &mut Args) -> Result<Self, SpecError> {
+    /// pair, so it cannot come with either, and without it the default pair
+    /// yields as `pacing`'s default says.
+    fn pair_from_args(n: f64, yield_by: Option<YieldBy>, pacing: Pacing, args: &mut Args) -> Result<Self, SpecError> {
         // Ranges of a and b depend on n; the constructors check them.
         let a = args.real("a", Range::open(0.0, f64::INFINITY))?;
         let b = args.real("b", Range::open(0.0, 1.0))?;
@@ -338,7 +337,7 @@ impl MulTcpConfig {
             ));
         }
         match (a, b) {
-            (None, None) => MulTcpConfig::yielding(n, yield_by.unwrap_or(MulTcpConfig::DEFAULT_YIELD_BY)),
+            (None, None) => MulTcpConfig::yielding(n, yield_by.unwrap_or(YieldBy::default_for(pacing))),
             (Some(a), None) => MulTcpConfig::with_increase(n, a),
             (None, Some(b)) => MulTcpConfig::with_decrease(n, b),
             (Some(a), Some(b)) => {
@@ -382,7 +381,7 @@ impl fmt::Display for MulTcpConfig {
         if self.whole_packets != WholePackets::DEFAULT {
             write!(f, ",whole_packets={}", self.whole_packets.name())?;
         }
-        if self.choice == PairChoice::Default && self.yield_by != MulTcpConfig::DEFAULT_YIELD_BY {
+        if self.choice == PairChoice::Default && self.yield_by != YieldBy::default_for(self.pacing) {
             write!(f, ",yield_by={}", self.yield_by.name())?;
         }
         // A pair of one's own (a or b) runs one window, so only the default
@@ -605,11 +604,22 @@ mod tests {
         // A weight change keeps the rule, which changes nothing from one flowshare up.
         assert_eq!(deeper.reweighted(0.25).unwrap().aimd, YieldBy::Decrease.reno_pair(0.25));
         assert_eq!(deeper.reweighted(4.0).unwrap().aimd, Aimd { increase: 4.0, decrease: 0.125 });
-        for spec in ["multcp:n=0.5,yield_by=decrease", "multcp:n=0.5,yield_by=increase"] {
+        for spec in [
+            "multcp:n=0.5,yield_by=decrease",
+            "multcp:n=0.5,yield_by=increase",
+            "multcp:n=0.5,pacing=off,yield_by=decrease",
+            "multcp:n=0.5,pacing=off,yield_by=increase",
+        ] {
             let text = spec.parse::<Spec>().unwrap().to_string();
             assert_eq!(text.parse::<Spec>().unwrap().to_string(), text);
             assert_eq!(multcp(&text).config().aimd, multcp(spec).config().aimd, "{text}");
         }
+        // The default follows the pacing: the papers' rule paced, the deeper
+        // cut where acknowledgements clock the packets out.
+        assert_eq!(multcp("multcp:n=0.5").config().aimd, slower.aimd);
+        assert_eq!(multcp("multcp:n=0.5,pacing=off").config().aimd, deeper.aimd);
+        assert_eq!(multcp("multcp:n=0.5,pacing=split").config().aimd, deeper.aimd);
+        assert_eq!(multcp("multcp:n=0.5,pacing=off,yield_by=decrease").config().to_string(), "multcp:n=0.5,pacing=off");
         let error = "multcp:n=0.5,a=0.1,yield_by=decrease".parse::<Spec>().unwrap_err().to_string();
         assert!(error.contains("yield_by = decrease chooses the default pair; give it or a/b, not both"), "{error}");
     }

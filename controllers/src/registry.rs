@@ -48,20 +48,11 @@ fn parse<C: AlgorithmConfig>(args: &mut Args) -> Result<Arc<dyn AlgorithmConfig>
 }
 
 /// The papers' behaviour of the two single-window aggregates, MulTCP and
-/// MulCUBIC, which take the same keys for it.
-macro_rules! window_aggregate_paper_keys {
-    () => {
-        "decrease=paper,pacing=even,thinning=paper,ack_delay=paper,whole_packets=paper,loops=one"
-    };
-}
-
-/// MulTCP's paper keys: its default already yields below one flowshare as
-/// the papers do (`yield_by=increase`).
-const MULTCP_PAPER_KEYS: &str = window_aggregate_paper_keys!();
-
-/// MulCUBIC's paper keys: the aggregates' and the papers' way of yielding
-/// below one flowshare, which MulCUBIC's default is not.
-const MULCUBIC_PAPER_KEYS: &str = concat!(window_aggregate_paper_keys!(), ",yield_by=increase");
+/// MulCUBIC, which take the same keys for it. Paced evenly, they yield
+/// below one flowshare as the papers do (`yield_by=increase`, the default
+/// of a paced connection).
+const WINDOW_AGGREGATE_PAPER_KEYS: &str =
+    "decrease=paper,pacing=even,thinning=paper,ack_delay=paper,whole_packets=paper,loops=one";
 
 /// Every algorithm, in the order listings and experiments show them.
 pub static ALGORITHMS: &[Algorithm] = &[
@@ -110,7 +101,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "multcp:n=4,a=2,pacing=even",
-        paper: Some(MULTCP_PAPER_KEYS),
+        paper: Some(WINDOW_AGGREGATE_PAPER_KEYS),
         parse: parse::<MulTcpConfig>,
     },
     Algorithm {
@@ -146,7 +137,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "pa-multcp:n=4,assign=interleave,probe=cubic",
-        paper: Some("probe=reno,assign=consecutive,cap=paper,pacing=even,thinning=paper,yield_by=increase"),
+        paper: Some("probe=reno,assign=consecutive,cap=paper,pacing=even,thinning=paper"),
         parse: parse::<PaMulTcpConfig>,
     },
     Algorithm {
@@ -158,7 +149,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         standard: None,
         grouped: false,
         example: "mulcubic:n=4,pacing=even",
-        paper: Some(MULCUBIC_PAPER_KEYS),
+        paper: Some(WINDOW_AGGREGATE_PAPER_KEYS),
         parse: parse::<MulCubicConfig>,
     },
     Algorithm {

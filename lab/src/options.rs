@@ -453,7 +453,7 @@ mod tests {
         assert_eq!(weighted[0].name, "pa-multcp");
         assert_eq!(
             weighted[0].at(4.0).unwrap().to_string(),
-            "pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even,thinning=paper,yield_by=increase"
+            "pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even,thinning=paper"
         );
         assert_eq!(
             weighted[1].at(4.0).unwrap().to_string(),

@@ -138,7 +138,7 @@ impl PaMulTcpConfig {
             pacing: Pacing::DEFAULT,
             split_gain: SPLIT_GAIN,
             thinning: Thinning::Undo,
-            yield_by: PaMulTcpConfig::DEFAULT_YIELD_BY,
+            yield_by: YieldBy::default_for(Pacing::DEFAULT),
             whole_packets: WholePackets::DEFAULT,
             probes: 1,
         })
@@ -168,8 +168,6 @@ impl PaMulTcpConfig {
     pub const DEFAULT_PROBE: ProbeKind = ProbeKind::Cubic;
     /// The default cap.
     pub const DEFAULT_CAP: CapRule = CapRule::Measured;
-    /// How the probe yields below one flowshare by default.
-    pub const DEFAULT_YIELD_BY: YieldBy = YieldBy::Decrease;
 
     /// The same config with the adjusting loop capped by `cap`.
     pub fn with_cap(self, cap: CapRule) -> Self {
@@ -307,7 +305,7 @@ impl AlgorithmConfig for PaMulTcpConfig {
         }
         let assignment = assignment.unwrap_or(PaMulTcpConfig::default_assignment(pacing));
         let thinning = args.choice("thinning", &THINNINGS)?.unwrap_or(Thinning::Undo);
-        let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(PaMulTcpConfig::DEFAULT_YIELD_BY);
+        let yield_by = args.choice("yield_by", &YIELD_BYS)?.unwrap_or(YieldBy::default_for(pacing));
         let whole_packets = args.choice("whole_packets", &WHOLE_PACKETS)?.unwrap_or(WholePackets::DEFAULT);
         let probes = args.real("probes", PROBES_RANGE)?.unwrap_or(1.0);
         if probes.fract() != 0.0 {
@@ -362,7 +360,7 @@ impl fmt::Display for PaMulTcpConfig {
         if self.thinning != Thinning::Undo {
             write!(f, ",thinning={}", self.thinning.name())?;
         }
-        if self.yield_by != PaMulTcpConfig::DEFAULT_YIELD_BY {
+        if self.yield_by != YieldBy::default_for(self.pacing) {
             write!(f, ",yield_by={}", self.yield_by.name())?;
         }
         if self.whole_packets != WholePackets::DEFAULT {

@@ -215,10 +215,11 @@
 //! * **N = 1**: no adjusting loop; the probe loop alone is RFC 9002 NewReno,
 //!   and `p` is still measured and reported.
 //! * **N < 1** (scavenger): no adjusting loop, and the probe loop itself is
-//!   worth N flowshares: by default by a deeper cut and N times a flow's
-//!   increase (`yield_by=decrease`, [`crate::thinning::YieldBy`]), in the
-//!   paper AIMD(N², 1/2) by eq. (5) (MulCUBIC(N) with a CUBIC probe,
-//!   `yield_by=increase`); its growth raised by default by the extra loss
+//!   worth N flowshares: paced, as in the paper, AIMD(N², 1/2) by eq. (5)
+//!   (MulCUBIC(N) with a CUBIC probe, `yield_by=increase`); unpaced by a
+//!   deeper cut and N times a flow's increase (`yield_by=decrease`; the
+//!   defaults follow the pacing, [`crate::thinning::YieldBy::default_for`]);
+//!   its growth raised by default by the extra loss
 //!   events a fraction of a flow sees (`thinning=undo`,
 //!   [`crate::thinning`]). Its `p` is that of a smaller-than-standard flow:
 //!   it is reported, and used again if N rises.

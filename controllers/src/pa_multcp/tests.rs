@@ -514,9 +514,24 @@ fn a_scavenger_yielding_by_its_decrease_cuts_deeper_and_grows_faster() {
         ProbeLoop::Cubic(window) => assert_eq!(window.params(), yielding_cubic_flow_params(0.5)),
         other => panic!("{other:?}"),
     }
-    // The default.
-    assert_eq!(cubic.config.to_string(), "pa-multcp:n=0.5");
-    assert_eq!(pa_multcp("pa-multcp:n=0.5,yield_by=increase").config.to_string(), "pa-multcp:n=0.5,yield_by=increase");
+    // The default follows the pacing: the papers' rule paced, the deeper
+    // cut where acknowledgements clock the packets out.
+    assert_eq!(cubic.config.to_string(), "pa-multcp:n=0.5,yield_by=decrease");
+    assert_eq!(pa_multcp("pa-multcp:n=0.5,yield_by=increase").config.to_string(), "pa-multcp:n=0.5");
+    for (spec, params) in [
+        ("pa-multcp:n=0.5", cubic_flow_params(0.5)),
+        ("pa-multcp:n=0.5,pacing=off", yielding_cubic_flow_params(0.5)),
+        ("pa-multcp:n=0.5,pacing=split", yielding_cubic_flow_params(0.5)),
+    ] {
+        match &pa_multcp(spec).probes[0].window {
+            ProbeLoop::Cubic(window) => assert_eq!(window.params(), params, "{spec}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        pa_multcp("pa-multcp:n=0.5,pacing=off,yield_by=decrease").config.to_string(),
+        "pa-multcp:n=0.5,pacing=off"
+    );
     // At one flowshare and above the key changes nothing.
     let one = pa_multcp("pa-multcp:n=1,yield_by=decrease");
     match &one.probes[0].window {

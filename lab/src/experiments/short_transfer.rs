@@ -233,7 +233,7 @@ mod tests {
         let aggregate = &inside.flows[1];
         assert_eq!(
             aggregate.cc.as_deref(),
-            Some("pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even,thinning=paper,yield_by=increase")
+            Some("pa-multcp:n=4,assign=consecutive,probe=reno,cap=paper,pacing=even,thinning=paper")
         );
         assert_eq!(
             (aggregate.join_bytes, aggregate.join_at_s, aggregate.join_share),
