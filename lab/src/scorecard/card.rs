@@ -52,9 +52,9 @@ impl Sample {
         let per_share = mean(role(Role::Weighted).map(|f| f.throughput_bps / f.weight).collect())?;
         let standard = mean(role(Role::Standard).map(|f| f.throughput_bps).collect()).filter(|&s| s > 0.0)?;
         let drop_rate = metrics::bottleneck_drop_rate(run);
-        let loss_over_drop_rate = |which| {
-            let loss = mean(role(which).map(|f| f.packet_loss_rate).collect());
-            loss.filter(|_| drop_rate > 0.0).map_or(f64::NAN, |loss| loss / drop_rate)
+        let loss_over_drop_rate = |which| match mean(role(which).map(|f| f.packet_loss_rate).collect()) {
+            Some(loss) if drop_rate > 0.0 => loss / drop_rate,
+            _ => f64::NAN,
         };
         Some(Sample {
             fairness_index: per_share / standard,
