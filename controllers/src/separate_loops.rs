@@ -764,22 +764,35 @@ mod tests {
         assert!(!host.controller.loops[hit].has_room(MSS));
     }
 
-    #[test]
-    fn a_loop_hears_of_its_acknowledgements_in_pairs_or_after_the_delay() {
-        let mut host = Host::new(loops("multcp:n=2,loops=separate"));
+    /// A host of `spec` that has filled every loop's window, the loop that
+    /// took packet 0 and that loop's packets among the first 20.
+    fn windows_full(spec: &str) -> (Host<SeparateLoops<MulTcp>>, usize, Vec<u64>) {
+        let mut host = Host::new(loops(spec));
         host.send_allowed(100);
         let first = owner(&host.controller, 0);
         let mine = packets_of(&host.controller, first, 20);
-        let acked =
-            |host: &Host<SeparateLoops<MulTcp>>| host.controller.loops[first].controller.counters().packets_acked;
+        (host, first, mine)
+    }
+
+    /// The acknowledgements loop `index` has heard of.
+    fn heard(host: &Host<SeparateLoops<MulTcp>>, index: usize) -> u64 {
+        host.controller.loops[index].controller.counters().packets_acked
+    }
+
+    #[test]
+    fn a_loop_hears_of_its_acknowledgements_in_pairs_or_after_the_delay() {
+        let (mut host, first, mine) = windows_full("multcp:n=2,loops=separate");
         host.event(&[mine[0]], &[]);
-        assert_eq!(acked(&host), 0, "a lone acknowledgement waits");
+        assert_eq!(heard(&host, first), 0, "a lone acknowledgement waits");
         host.event(&[mine[1]], &[]);
-        assert_eq!(acked(&host), 2, "its pair releases both");
+        assert_eq!(heard(&host, first), 2, "its pair releases both");
         host.event(&[mine[2]], &[]);
+        host.now = host.now + Duration::from_millis(1);
+        host.event(&[], &[]);
+        assert_eq!(heard(&host, first), 2, "a paced loop's lone one waits past the connection's next event");
         host.now = host.now + MAX_ACK_DELAY;
         host.event(&[], &[]);
-        assert_eq!(acked(&host), 3, "the receiver's delay releases a lone one");
+        assert_eq!(heard(&host, first), 3, "the receiver's delay releases a lone one");
         // Held packets stay in the loop's flight until it hears of them.
         host.event(&[mine[3]], &[]);
         assert_eq!(host.controller.loops[first].in_flight, (10 - 3) * MSS);
@@ -787,47 +800,30 @@ mod tests {
 
     #[test]
     fn an_unpaced_loop_holds_a_lone_acknowledgement_for_one_more_of_the_connection() {
-        let mut host = Host::new(loops("multcp:n=2,loops=separate,pacing=off"));
-        host.send_allowed(100);
-        let first = owner(&host.controller, 0);
-        let mine = packets_of(&host.controller, first, 20);
+        let (mut host, first, mine) = windows_full("multcp:n=2,loops=separate,pacing=off");
         let others = packets_of(&host.controller, 1 - first, 20);
-        let acked =
-            |host: &Host<SeparateLoops<MulTcp>>| host.controller.loops[first].controller.counters().packets_acked;
         host.event(&[mine[0]], &[]);
-        assert_eq!(acked(&host), 0, "a lone acknowledgement waits");
+        assert_eq!(heard(&host, first), 0, "a lone acknowledgement waits");
         host.event(&[others[0]], &[]);
-        assert_eq!(acked(&host), 0, "for a later acknowledgement, not one processed at the same time");
+        assert_eq!(heard(&host, first), 0, "for a later acknowledgement, not one processed at the same time");
         host.now = host.now + Duration::from_millis(1);
         host.event(&[others[1]], &[]);
-        assert_eq!(acked(&host), 1, "the connection's next acknowledgement lets it go without its pair");
+        assert_eq!(heard(&host, first), 1, "the connection's next acknowledgement lets it go without its pair");
         host.now = host.now + Duration::from_millis(1);
         host.event(&[mine[1], mine[2]], &[]);
-        assert_eq!(acked(&host), 3, "a pair goes on at once");
-        // A paced loop keeps waiting for the pair (the test above).
-        let mut paced = Host::new(loops("multcp:n=2,loops=separate"));
-        paced.send_allowed(100);
-        let first = owner(&paced.controller, 0);
-        let mine = packets_of(&paced.controller, first, 20);
-        paced.event(&[mine[0]], &[]);
-        paced.now = paced.now + Duration::from_millis(1);
-        paced.event(&[], &[]);
-        assert_eq!(paced.controller.loops[first].controller.counters().packets_acked, 0);
+        assert_eq!(heard(&host, first), 3, "a pair goes on at once");
     }
 
     #[test]
     fn a_loop_with_a_window_under_four_packets_hears_of_each_acknowledgement_at_once() {
-        let mut host = Host::new(loops("multcp:n=2,loops=separate"));
-        host.send_allowed(100);
-        let first = owner(&host.controller, 0);
-        let mine = packets_of(&host.controller, first, 20);
+        let (mut host, first, mine) = windows_full("multcp:n=2,loops=separate");
         // Persistent congestion takes every loop to the minimum window.
         host.controller.on_persistent_congestion(host.now);
         let flow = &host.controller.loops[first];
         assert!(flow.window < HELD_FROM_WINDOW_PACKETS * MSS, "{}", flow.window);
-        let before = flow.controller.counters().packets_acked;
+        let before = heard(&host, first);
         host.event(&[mine[1]], &[]);
-        assert_eq!(host.controller.loops[first].controller.counters().packets_acked, before + 1);
+        assert_eq!(heard(&host, first), before + 1);
     }
 
     #[test]
