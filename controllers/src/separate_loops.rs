@@ -37,23 +37,15 @@
 //!   lost more at a full queue (the lab, 20 Mbit/s, 40 ms, 1 BDP drop-tail,
 //!   4 Reno peers, no jitter, N = 16: 0.87 of the share, 0.91 with the
 //!   acknowledgements held);
-//! * a loop that does not pace (`pacing=off`) holds a lone acknowledgement
-//!   only until the connection's next one, not for its pair. The
-//!   connection's receiver may already have held it for the connection's
-//!   next packet, and a loop that then waits for its own next packet as
-//!   well leaves the slot its packet freed at a full drop-tail queue to the
-//!   flows beside it, whose acknowledgements wait once (the likely reason:
-//!   with receivers that acknowledge every packet, or a lone one after 1
-//!   ms, holding for the pair took N = 2 to 0.56 and 0.76 of its share,
-//!   where two separate connections take 0.99 and 1.00). A measured
-//!   setting: on the lab's small paths against peers that do not pace
-//!   (MulTCP and MulCUBIC, N = 2-30, 120 judged cells) holding for the pair
-//!   held 53 (drop-tail 0.70-0.92), holding none 47 (drop-tail 1.09-1.44),
-//!   holding for one acknowledgement 104 (lab/README.md, "Unpaced loops
-//!   hold a lone acknowledgement for one acknowledgement"); beside
-//!   receivers that acknowledge every packet holding none is right (1.01)
-//!   and one acknowledgement falls short (0.83). A paced loop's clock
-//!   spaces its packets, and it keeps the pairs;
+//! * a loop that does not pace (`pacing=off`, the loops' rate is `None`)
+//!   holds a lone acknowledgement only until the connection's next one, not
+//!   for its pair: the connection's receiver may already have held it for
+//!   the connection's next packet, and a loop that waited for its own next
+//!   packet as well fell short against unpaced peers on drop-tail, where N
+//!   separate connections hold. A paced loop's clock spaces its packets,
+//!   and it keeps the pairs. The measurements, and the receivers for which
+//!   holding none would be right instead: lab/README.md, "Unpaced loops
+//!   hold a lone acknowledgement for one acknowledgement";
 //! * the connection never sends two packets closer than [`SPACING_FLOOR`]
 //!   times its mean gap, where the loops' clocks, released by the same
 //!   acknowledgement, would put them together.
