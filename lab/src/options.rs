@@ -82,14 +82,16 @@ pub struct OptionArgs {
     /// quiche, tcp-cubic, tcp-reno, tcp-bbr from Linux; bbr only there).
     #[arg(long, value_delimiter = ',')]
     peers: Option<Vec<String>>,
-    /// Standard flows per case.
+    /// Standard flows per case (the testbed's scorecard: per cell; the
+    /// lab's fixes its paths' flows).
     #[arg(long)]
     m: Option<usize>,
     /// Bottleneck rates in Mbit/s, comma-separated; scenarios with one rate
     /// take the first.
     #[arg(long, visible_alias = "bandwidth", value_delimiter = ',')]
     bandwidths: Option<Vec<f64>>,
-    /// Base RTT of the bottleneck, ms.
+    /// Base RTT of the bottleneck, ms (the scorecards: their paths of this
+    /// RTT only).
     #[arg(long)]
     rtt: Option<f64>,
     /// Queue discipline of the bottleneck: droptail or red.
@@ -102,11 +104,13 @@ pub struct OptionArgs {
     /// Seconds per run.
     #[arg(long)]
     duration: Option<f64>,
-    /// Seconds discarded at the start of each run.
+    /// Seconds discarded at the start of each run (the scorecards discard
+    /// the first quarter).
     #[arg(long)]
     warmup: Option<f64>,
     /// Pace (true) or not (false); default: when the controller asks. The
-    /// testbed's endpoints decide for themselves.
+    /// testbed's endpoints decide for themselves; in the scorecards the
+    /// weighted connection's spec decides (`pacing=off`).
     #[arg(long)]
     pacing: Option<bool>,
     /// Whether the standard peers pace (true, the default) or send as their
@@ -252,6 +256,21 @@ impl Options {
             String::new()
         } else {
             format!("note: {scenario} does not use {}\n", unused.join(", "))
+        }
+    }
+
+    /// Fails naming the options given that `command`, which reads the flags
+    /// `uses`, would leave alone. For the scorecards: a campaign runs for
+    /// hours, a note would scroll away under its progress, and a flag it
+    /// ignored (say `--warmup`) would leave a user reading results of
+    /// options they did not ask for.
+    pub fn refuse_unused(&self, command: &str, uses: &[&str]) -> Result<(), String> {
+        let unused: Vec<String> =
+            self.given().into_iter().filter(|flag| !uses.contains(flag)).map(|flag| format!("--{flag}")).collect();
+        match unused.len() {
+            0 => Ok(()),
+            1 => Err(format!("{command} does not use {}: leave it out", unused[0])),
+            _ => Err(format!("{command} does not use {}: leave them out", unused.join(", "))),
         }
     }
 
@@ -431,6 +450,15 @@ mod tests {
         let options = options(&["--rtt", "80", "--n", "2", "--seeds", "3"]).unwrap();
         assert_eq!(options.note_unused("fairness", &["n", "seeds"]), "note: fairness does not use --rtt\n");
         assert_eq!(options.note_unused("weighted", &["n", "rtt", "seeds"]), "");
+        assert_eq!(options.refuse_unused("the lab's scorecard", &["n", "rtt", "seeds"]), Ok(()));
+        assert_eq!(
+            options.refuse_unused("the lab's scorecard", &["n", "seeds"]),
+            Err("the lab's scorecard does not use --rtt: leave it out".to_string())
+        );
+        assert_eq!(
+            options.refuse_unused("the lab's scorecard", &["n"]),
+            Err("the lab's scorecard does not use --seeds, --rtt: leave them out".to_string())
+        );
     }
 
     #[test]

@@ -64,6 +64,26 @@ const TESTBED_ACCESS: Access = Access { delay_ms: 0.0, ..grid::LAB_ACCESS };
 /// quiche's CUBIC (testbed/README.md, "Splitting the bursts").
 const CONTROLLERS: [&str; 2] = ["pa-multcp:pacing=off", "multfrc"];
 
+/// The flags of [`flowshare_lab::options::FLAGS`] the testbed's grid
+/// reads (`--bandwidths` and `--rtt` pick its paths); it refuses
+/// `--warmup` and `--pacing` (the first quarter of every run is warm-up,
+/// the weighted connection paces as its spec says) and, with a reason of
+/// its own, `--peer-pacing`.
+const TESTBED_FLAGS: [&str; 12] = [
+    "seeds",
+    "controllers",
+    "n",
+    "peers",
+    "m",
+    "bandwidths",
+    "rtt",
+    "queue",
+    "buffers",
+    "duration",
+    "jitter",
+    "jitter-shape",
+];
+
 /// The weights of the testbed's grid.
 const WEIGHTS: [f64; 4] = [0.5, 2.0, 4.0, 8.0];
 
@@ -115,9 +135,11 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     if options.peer_pacing.is_some() {
         return Err("--peer-pacing is the lab's: the testbed's peers are real stacks and pace as they do".into());
     }
+    options.refuse_unused("the testbed's scorecard", &TESTBED_FLAGS)?;
     let quick = options.quick;
     let controllers =
         options.controllers.clone().unwrap_or_else(|| CONTROLLERS.iter().map(|c| c.to_string()).collect());
+    grid::check_controllers(&controllers)?;
     let peers = options.peers.clone().unwrap_or_else(|| match quick {
         true => vec!["tcp-cubic".into(), "cubic".into()],
         false => builtin::default_peer_names(),
@@ -133,6 +155,9 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     }
     if let Some(rates) = &options.bandwidths_mbps {
         paths.retain(|path| rates.contains(&path.rate_mbps));
+    }
+    if let Some(rtt_ms) = options.rtt_ms {
+        paths.retain(|path| path.rtt_ms == rtt_ms);
     }
     let queues: Vec<_> = grid::queues(options.queue.as_deref(), options.buffers_bdp.as_deref())
         .into_iter()
@@ -744,6 +769,28 @@ mod tests {
         let mut controllers: Vec<&str> = campaign.groups.iter().map(|group| group.controller.as_str()).collect();
         controllers.dedup();
         assert_eq!(controllers, ["pa-multcp:pacing=off", "multfrc"]);
+    }
+
+    #[test]
+    fn the_grid_refuses_what_it_would_ignore() {
+        let quick = Options { quick: true, ..Options::default() };
+        let refused = |options: Options| campaign(&options, None).map(|_| ()).unwrap_err();
+        assert_eq!(
+            refused(Options { warmup_s: Some(10.0), ..quick.clone() }),
+            "the testbed's scorecard does not use --warmup: leave it out"
+        );
+        assert_eq!(
+            refused(Options { controllers: Some(vec!["pa-multcp:n=4,pacing=off".into()]), ..quick.clone() }),
+            "--controllers pa-multcp:n=4,pacing=off: the grid sets n from --n; give the spec without it"
+        );
+        assert_eq!(
+            refused(Options { controllers: Some(vec!["cubic".into()]), ..quick }),
+            "--controllers cubic: not a weighted controller"
+        );
+        let narrowed =
+            Options { standard_flows: Some(2), duration_s: Some(20.0), rtt_ms: Some(20.0), ..Options::default() };
+        let narrowed = campaign(&narrowed, None).expect("campaign");
+        assert!(narrowed.groups.iter().all(|group| group.path.name == "tb-50"));
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! reference where one connection's share depends on how many others of its
 //! kind share the path (QUIC against Linux TCP, testbed/README.md).
 
+use flowshare_controllers::grammar::Args;
+
 use crate::scenario::FlowConfig;
 use crate::scenario::LinkConfig;
 use crate::scenario::Scenario;
@@ -210,6 +212,23 @@ impl Group {
             .with_flow(weighted)
             .with_flow(peers))
     }
+}
+
+/// Checks a grid's `--controllers`: each a weighted controller's spec
+/// without `n`, which the grid sets from `--n` (a spec's own would be
+/// overridden, and the results named by a weight their runs did not have).
+pub fn check_controllers(controllers: &[String]) -> Result<(), String> {
+    for controller in controllers {
+        let spec: flowshare_controllers::Spec = controller.parse().map_err(|e| format!("--controllers: {e}"))?;
+        if !spec.algorithm().is_weighted() {
+            return Err(format!("--controllers {controller}: not a weighted controller"));
+        }
+        let mut args = Args::parse(controller).map_err(|e| format!("--controllers: {e}"))?;
+        if args.text("n").is_some() {
+            return Err(format!("--controllers {controller}: the grid sets n from --n; give the spec without it"));
+        }
+    }
+    Ok(())
 }
 
 /// The groups of `controllers` x `peers` x `paths` x `queues`, in that

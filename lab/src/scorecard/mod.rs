@@ -52,6 +52,26 @@ pub const TOLERANCE: f64 = 0.10;
 /// The lab's weights: the testbed's and paper 000's large ones.
 const LAB_WEIGHTS: [f64; 6] = [0.5, 2.0, 4.0, 8.0, 16.0, 30.0];
 
+/// The flags of [`crate::options::FLAGS`] the lab's grid reads
+/// (`--bandwidths` and `--rtt` pick its paths); the others (`--m`,
+/// `--warmup`, `--pacing`) it refuses: its paths fix their flows, the
+/// first quarter of every run is warm-up, and the weighted connection
+/// paces as its spec says.
+const LAB_FLAGS: [&str; 12] = [
+    "seeds",
+    "controllers",
+    "n",
+    "peers",
+    "bandwidths",
+    "rtt",
+    "queue",
+    "buffers",
+    "duration",
+    "peer-pacing",
+    "jitter",
+    "jitter-shape",
+];
+
 /// The lab's paths: paper 000's scale (200 flowshares on 200 and
 /// 400 Mbit/s, 100 ms) and small ones (a handful of flows), with run
 /// lengths that make a few seeds enough.
@@ -74,6 +94,7 @@ fn lab_paths() -> Vec<Path> {
 /// The lab's campaign: the full grid, or the quick one (one small path,
 /// drop-tail, three weights), narrowed by `options`.
 pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
+    options.refuse_unused("the lab's scorecard", &LAB_FLAGS)?;
     let quick = options.quick;
     let controllers = options.controllers.clone().unwrap_or_else(weighted_algorithms);
     let peers = options.peers.clone().unwrap_or_else(standard_algorithms);
@@ -85,6 +106,9 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
     if let Some(rates) = &options.bandwidths_mbps {
         paths.retain(|path| rates.contains(&path.rate_mbps));
     }
+    if let Some(rtt_ms) = options.rtt_ms {
+        paths.retain(|path| path.rtt_ms == rtt_ms);
+    }
     if let Some(duration_s) = options.duration_s {
         paths.iter_mut().for_each(|path| path.duration_s = duration_s);
     }
@@ -92,12 +116,7 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
         .into_iter()
         .take(if quick { 1 } else { QUEUES.len() })
         .collect();
-    for controller in &controllers {
-        let spec: flowshare_controllers::Spec = controller.parse().map_err(|e| format!("--controllers: {e}"))?;
-        if !spec.algorithm().is_weighted() {
-            return Err(format!("--controllers {controller}: not a weighted controller"));
-        }
-    }
+    grid::check_controllers(&controllers)?;
     let groups = grid::groups(&controllers, &peers, &paths, &queues, &weights);
     if groups.is_empty() {
         return Err("the options leave no cell of the grid to run".into());
@@ -304,6 +323,32 @@ mod tests {
             grid(&["--max-seeds", "3"]).unwrap_err(),
             "--max-seeds 3 is below the 4 seeds every cell starts with"
         );
+    }
+
+    #[test]
+    fn the_grid_refuses_what_it_would_ignore() {
+        let quick = Options { quick: true, ..Options::default() };
+        let refused = |options: Options| lab_campaign(&options, None).map(|_| ()).unwrap_err();
+        assert_eq!(
+            refused(Options { warmup_s: Some(100.0), standard_flows: Some(2), ..quick.clone() }),
+            "the lab's scorecard does not use --m, --warmup: leave them out"
+        );
+        assert_eq!(
+            refused(Options { rtt_ms: Some(80.0), ..quick.clone() }),
+            "the options leave no cell of the grid to run"
+        );
+        let small_10 = lab_campaign(&Options { rtt_ms: Some(80.0), ..Options::default() }, None).unwrap();
+        assert!(small_10.groups.iter().all(|group| group.path.name == "small-10"));
+        assert_eq!(
+            refused(Options { controllers: Some(vec!["multcp:n=3".into()]), ..quick.clone() }),
+            "--controllers multcp:n=3: the grid sets n from --n; give the spec without it"
+        );
+        assert_eq!(
+            refused(Options { controllers: Some(vec!["cubic".into()]), ..quick.clone() }),
+            "--controllers cubic: not a weighted controller"
+        );
+        let keyed = Options { controllers: Some(vec!["multcp:pacing=off".into()]), ..quick };
+        assert!(lab_campaign(&keyed, None).is_ok());
     }
 
     #[test]
