@@ -64,26 +64,6 @@ const TESTBED_ACCESS: Access = Access { delay_ms: 0.0, ..grid::LAB_ACCESS };
 /// quiche's CUBIC (testbed/README.md, "Splitting the bursts").
 const CONTROLLERS: [&str; 2] = ["pa-multcp:pacing=off", "multfrc"];
 
-/// The flags of [`flowshare_lab::options::FLAGS`] the testbed's grid
-/// reads (`--bandwidths` and `--rtt` pick its paths); it refuses
-/// `--warmup` and `--pacing` (the first quarter of every run is warm-up,
-/// the weighted connection paces as its spec says) and, with a reason of
-/// its own, `--peer-pacing`.
-const TESTBED_FLAGS: [&str; 12] = [
-    "seeds",
-    "controllers",
-    "n",
-    "peers",
-    "m",
-    "bandwidths",
-    "rtt",
-    "queue",
-    "buffers",
-    "duration",
-    "jitter",
-    "jitter-shape",
-];
-
 /// The weights of the testbed's grid.
 const WEIGHTS: [f64; 4] = [0.5, 2.0, 4.0, 8.0];
 
@@ -135,7 +115,10 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     if options.peer_pacing.is_some() {
         return Err("--peer-pacing is the lab's: the testbed's peers are real stacks and pace as they do".into());
     }
-    options.refuse_unused("the testbed's scorecard", &TESTBED_FLAGS)?;
+    // `--m` sets the standard flows of every cell; `--peer-pacing` is
+    // refused above with a reason of its own.
+    let flags: Vec<&str> = grid::GRID_FLAGS.into_iter().chain(["m"]).collect();
+    options.refuse_unused("the testbed's scorecard", &flags)?;
     let quick = options.quick;
     let controllers =
         options.controllers.clone().unwrap_or_else(|| CONTROLLERS.iter().map(|c| c.to_string()).collect());

@@ -214,6 +214,25 @@ impl Group {
     }
 }
 
+/// The flags of [`crate::options::FLAGS`] both scorecards read
+/// (`--bandwidths` and `--rtt` pick the grid's paths). Neither reads
+/// `--warmup` (the first quarter of every run is warm-up) nor `--pacing`
+/// (the weighted connection paces as its spec says); each refuses what it
+/// does not read ([`crate::options::Options::refuse_unused`]).
+pub const GRID_FLAGS: [&str; 11] = [
+    "seeds",
+    "controllers",
+    "n",
+    "peers",
+    "bandwidths",
+    "rtt",
+    "queue",
+    "buffers",
+    "duration",
+    "jitter",
+    "jitter-shape",
+];
+
 /// Checks a grid's `--controllers`: each a weighted controller's spec
 /// without `n`, which the grid sets from `--n` (a spec's own would be
 /// overridden, and the results named by a weight their runs did not have).

@@ -52,26 +52,6 @@ pub const TOLERANCE: f64 = 0.10;
 /// The lab's weights: the testbed's and paper 000's large ones.
 const LAB_WEIGHTS: [f64; 6] = [0.5, 2.0, 4.0, 8.0, 16.0, 30.0];
 
-/// The flags of [`crate::options::FLAGS`] the lab's grid reads
-/// (`--bandwidths` and `--rtt` pick its paths); the others (`--m`,
-/// `--warmup`, `--pacing`) it refuses: its paths fix their flows, the
-/// first quarter of every run is warm-up, and the weighted connection
-/// paces as its spec says.
-const LAB_FLAGS: [&str; 12] = [
-    "seeds",
-    "controllers",
-    "n",
-    "peers",
-    "bandwidths",
-    "rtt",
-    "queue",
-    "buffers",
-    "duration",
-    "peer-pacing",
-    "jitter",
-    "jitter-shape",
-];
-
 /// The lab's paths: paper 000's scale (200 flowshares on 200 and
 /// 400 Mbit/s, 100 ms) and small ones (a handful of flows), with run
 /// lengths that make a few seeds enough.
@@ -94,7 +74,9 @@ fn lab_paths() -> Vec<Path> {
 /// The lab's campaign: the full grid, or the quick one (one small path,
 /// drop-tail, three weights), narrowed by `options`.
 pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
-    options.refuse_unused("the lab's scorecard", &LAB_FLAGS)?;
+    // The lab's paths fix their flows (no `--m`); its peers may not pace.
+    let flags: Vec<&str> = grid::GRID_FLAGS.into_iter().chain(["peer-pacing"]).collect();
+    options.refuse_unused("the lab's scorecard", &flags)?;
     let quick = options.quick;
     let controllers = options.controllers.clone().unwrap_or_else(weighted_algorithms);
     let peers = options.peers.clone().unwrap_or_else(standard_algorithms);
