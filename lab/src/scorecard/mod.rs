@@ -74,7 +74,8 @@ fn lab_paths() -> Vec<Path> {
 /// The lab's campaign: the full grid, or the quick one (one small path,
 /// drop-tail, three weights), narrowed by `options`.
 pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
-    // The lab's paths fix their flows (no `--m`); its peers may not pace.
+    // The lab's paths fix their flows (no `--m`); `--peer-pacing` says
+    // whether its peers pace.
     let flags: Vec<&str> = grid::GRID_FLAGS.into_iter().chain(["peer-pacing"]).collect();
     options.refuse_unused("the lab's scorecard", &flags)?;
     let quick = options.quick;
