@@ -247,11 +247,16 @@ impl Options {
         FLAGS.into_iter().zip(given).filter(|(_, given)| *given).map(|(flag, _)| flag).collect()
     }
 
+    /// The options given, as `--flag`, that a reader of the flags `uses`
+    /// leaves alone.
+    fn unused(&self, uses: &[&str]) -> Vec<String> {
+        self.given().into_iter().filter(|flag| !uses.contains(flag)).map(|flag| format!("--{flag}")).collect()
+    }
+
     /// A note naming the options given that `scenario`, which reads the
     /// flags `uses`, leaves alone; empty when there are none.
     pub fn note_unused(&self, scenario: &str, uses: &[&str]) -> String {
-        let unused: Vec<String> =
-            self.given().into_iter().filter(|flag| !uses.contains(flag)).map(|flag| format!("--{flag}")).collect();
+        let unused = self.unused(uses);
         if unused.is_empty() {
             String::new()
         } else {
@@ -265,8 +270,7 @@ impl Options {
     /// ignored (say `--warmup`) would leave a user reading results of
     /// options they did not ask for.
     pub fn refuse_unused(&self, command: &str, uses: &[&str]) -> Result<(), String> {
-        let unused: Vec<String> =
-            self.given().into_iter().filter(|flag| !uses.contains(flag)).map(|flag| format!("--{flag}")).collect();
+        let unused = self.unused(uses);
         match unused.len() {
             0 => Ok(()),
             1 => Err(format!("{command} does not use {}: leave it out", unused[0])),

@@ -117,8 +117,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     }
     // `--m` sets the standard flows of every cell; `--peer-pacing` is
     // refused above with a reason of its own.
-    let flags: Vec<&str> = grid::GRID_FLAGS.into_iter().chain(["m"]).collect();
-    options.refuse_unused("the testbed's scorecard", &flags)?;
+    grid::refuse_unused(options, "the testbed's scorecard", &["m"])?;
     let quick = options.quick;
     let controllers =
         options.controllers.clone().unwrap_or_else(|| CONTROLLERS.iter().map(|c| c.to_string()).collect());
@@ -136,12 +135,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     if quick {
         paths.truncate(1);
     }
-    if let Some(rates) = &options.bandwidths_mbps {
-        paths.retain(|path| rates.contains(&path.rate_mbps));
-    }
-    if let Some(rtt_ms) = options.rtt_ms {
-        paths.retain(|path| path.rtt_ms == rtt_ms);
-    }
+    grid::pick_paths(&mut paths, options);
     let queues: Vec<_> = grid::queues(options.queue.as_deref(), options.buffers_bdp.as_deref())
         .into_iter()
         .take(if quick { 1 } else { QUEUES.len() })

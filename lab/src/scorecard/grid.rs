@@ -15,6 +15,7 @@
 
 use flowshare_controllers::grammar::Args;
 
+use crate::options::Options;
 use crate::scenario::FlowConfig;
 use crate::scenario::LinkConfig;
 use crate::scenario::Scenario;
@@ -218,8 +219,8 @@ impl Group {
 /// (`--bandwidths` and `--rtt` pick the grid's paths). Neither reads
 /// `--warmup` (the first quarter of every run is warm-up) nor `--pacing`
 /// (the weighted connection paces as its spec says); each refuses what it
-/// does not read ([`crate::options::Options::refuse_unused`]).
-pub const GRID_FLAGS: [&str; 11] = [
+/// does not read ([`refuse_unused`]).
+const GRID_FLAGS: [&str; 11] = [
     "seeds",
     "controllers",
     "n",
@@ -232,6 +233,23 @@ pub const GRID_FLAGS: [&str; 11] = [
     "jitter",
     "jitter-shape",
 ];
+
+/// Refuses the options `scorecard` would ignore: it reads [`GRID_FLAGS`]
+/// and its `own`.
+pub fn refuse_unused(options: &Options, scorecard: &str, own: &[&str]) -> Result<(), String> {
+    let uses: Vec<&str> = GRID_FLAGS.iter().chain(own).copied().collect();
+    options.refuse_unused(scorecard, &uses)
+}
+
+/// Narrows `paths` to those of `--bandwidths` and `--rtt`.
+pub fn pick_paths(paths: &mut Vec<Path>, options: &Options) {
+    if let Some(rates) = &options.bandwidths_mbps {
+        paths.retain(|path| rates.contains(&path.rate_mbps));
+    }
+    if let Some(rtt_ms) = options.rtt_ms {
+        paths.retain(|path| path.rtt_ms == rtt_ms);
+    }
+}
 
 /// Checks a grid's `--controllers`: each a weighted controller's spec
 /// without `n`, which the grid sets from `--n` (a spec's own would be

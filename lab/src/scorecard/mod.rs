@@ -76,8 +76,7 @@ fn lab_paths() -> Vec<Path> {
 pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, String> {
     // The lab's paths fix their flows (no `--m`); `--peer-pacing` says
     // whether its peers pace.
-    let flags: Vec<&str> = grid::GRID_FLAGS.into_iter().chain(["peer-pacing"]).collect();
-    options.refuse_unused("the lab's scorecard", &flags)?;
+    grid::refuse_unused(options, "the lab's scorecard", &["peer-pacing"])?;
     let quick = options.quick;
     let controllers = options.controllers.clone().unwrap_or_else(weighted_algorithms);
     let peers = options.peers.clone().unwrap_or_else(standard_algorithms);
@@ -86,12 +85,7 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
     if quick {
         paths.retain(|path| path.name == "small-20");
     }
-    if let Some(rates) = &options.bandwidths_mbps {
-        paths.retain(|path| rates.contains(&path.rate_mbps));
-    }
-    if let Some(rtt_ms) = options.rtt_ms {
-        paths.retain(|path| path.rtt_ms == rtt_ms);
-    }
+    grid::pick_paths(&mut paths, options);
     if let Some(duration_s) = options.duration_s {
         paths.iter_mut().for_each(|path| path.duration_s = duration_s);
     }
