@@ -30,7 +30,6 @@ use flowshare_lab::scorecard::grid::Access;
 use flowshare_lab::scorecard::grid::Cell;
 use flowshare_lab::scorecard::grid::Flows;
 use flowshare_lab::scorecard::grid::Path;
-use flowshare_lab::scorecard::grid::QUEUES;
 use flowshare_lab::scorecard::PRECISION;
 use flowshare_lab::scorecard::TOLERANCE;
 use flowshare_lab::setup::Role;
@@ -136,14 +135,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
         paths.truncate(1);
     }
     grid::pick_paths(&mut paths, options);
-    let queues: Vec<_> = grid::queues(options.queue.as_deref(), options.buffers_bdp.as_deref())
-        .into_iter()
-        .take(if quick { 1 } else { QUEUES.len() })
-        .collect();
-    let groups = grid::groups(&controllers, &peers, &paths, &queues, &weights);
-    if groups.is_empty() {
-        return Err("the options leave no cell of the grid to run".into());
-    }
+    let groups = grid::narrowed_groups(&controllers, &peers, &paths, &weights, options)?;
     let seeds = match options.seeds {
         Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
         None if quick => Seeds { min: 2, max: 2, step: 1 },

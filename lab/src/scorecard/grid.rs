@@ -268,6 +268,27 @@ pub fn check_controllers(controllers: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The groups of a grid's `controllers` x `peers` x `paths` on the queues
+/// `--queue` and `--buffers` leave (a quick grid: the first of them), or an
+/// error when the options leave no cell to run.
+pub fn narrowed_groups(
+    controllers: &[String],
+    peers: &[String],
+    paths: &[Path],
+    weights: &[f64],
+    options: &Options,
+) -> Result<Vec<Group>, String> {
+    let mut queues = queues(options.queue.as_deref(), options.buffers_bdp.as_deref());
+    if options.quick {
+        queues.truncate(1);
+    }
+    let groups = groups(controllers, peers, paths, &queues, weights);
+    if groups.is_empty() {
+        return Err("the options leave no cell of the grid to run".into());
+    }
+    Ok(groups)
+}
+
 /// The groups of `controllers` x `peers` x `paths` x `queues`, in that
 /// nesting order, each with `weights`.
 pub fn groups(

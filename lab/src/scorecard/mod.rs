@@ -38,7 +38,6 @@ use crate::scorecard::card::Scorecard;
 use crate::scorecard::card::Shard;
 use crate::scorecard::grid::Flows;
 use crate::scorecard::grid::Path;
-use crate::scorecard::grid::QUEUES;
 use crate::sweep;
 
 /// A control's 95 % interval must be within this fraction of its mean for
@@ -89,15 +88,8 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
     if let Some(duration_s) = options.duration_s {
         paths.iter_mut().for_each(|path| path.duration_s = duration_s);
     }
-    let queues: Vec<_> = grid::queues(options.queue.as_deref(), options.buffers_bdp.as_deref())
-        .into_iter()
-        .take(if quick { 1 } else { QUEUES.len() })
-        .collect();
     grid::check_controllers(&controllers)?;
-    let groups = grid::groups(&controllers, &peers, &paths, &queues, &weights);
-    if groups.is_empty() {
-        return Err("the options leave no cell of the grid to run".into());
-    }
+    let groups = grid::narrowed_groups(&controllers, &peers, &paths, &weights, options)?;
     let seeds = match options.seeds {
         Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
         None => Seeds { min: 4, max: SEED_LIMIT, step: 4 },
