@@ -91,8 +91,10 @@ enum TestbedCommand {
     },
     /// Per cell, its standard flows' rate and the weighted connection's
     /// over RFC 5348's equation at the standard flows' loss event rate,
-    /// and over the control which of the two moved the cell (every
-    /// summary.json under a run's, a campaign's or a measured directory).
+    /// over the control which of the two moved the cell, and each side's
+    /// packet loss over the queue's drop rate beside the weighted side's
+    /// part of the arrivals (every summary.json under a run's, a campaign's
+    /// or a measured directory).
     Equation {
         /// A run's directory, a campaign's --out, or a measured directory.
         dir: PathBuf,

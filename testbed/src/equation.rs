@@ -25,6 +25,16 @@
 //! falls below it as its loss event rate rises, and a `t_RTO` at which the
 //! peers' factor stays flat across N is the timeout cost that explains them.
 //!
+//! A third table asks where the queue's drops fell: each side's packet loss
+//! over the queue's drop rate (every flow's lost packets over every flow's
+//! arrivals) beside the weighted connection's part of the arrivals `a`. The
+//! two ratios `r_w` and `r_s` average to one, `a r_w + (1 - a) r_s = 1`, so
+//! a side that loses more than the queue's average leaves the other less:
+//! a lone QUIC connection against Linux TCP loses about twice the average
+//! while it brings a seventh of the arrivals, and `r_w` falls toward one as
+//! its part grows, for one weighted connection as for N separate ones
+//! (testbed/README.md, "Where the queue's drops fall").
+//!
 //! Rates are in packets: the bottleneck counts bytes of IP packets, a
 //! quiche datagram of 1350 bytes is 1378 on the wire and a Linux TCP
 //! segment (1448 bytes and timestamps) 1500. On the grid's runs these sizes
@@ -76,6 +86,13 @@ pub struct RunComparison {
     /// Its throughput per flowshare over the mean standard flow's (bytes,
     /// as the scorecard counts it).
     pub share_per_flowshare: f64,
+    /// The weighted side's packets over all flows' packets arriving at the
+    /// bottleneck (its delivered and lost ones).
+    pub weighted_part_of_arrivals: f64,
+    /// The weighted side's packet loss over the queue's drop rate.
+    pub weighted_loss_over_queue: f64,
+    /// The standard flows' packet loss over the queue's drop rate.
+    pub standard_loss_over_queue: f64,
 }
 
 /// What a flow of `summary.json` carries that this needs.
@@ -88,6 +105,29 @@ struct Flow {
     packet_loss_rate: f64,
     losses_per_event: f64,
     rtt_s: f64,
+}
+
+impl Flow {
+    /// Packets per second that reached the bottleneck: those delivered and
+    /// those it dropped.
+    fn arrivals(&self) -> f64 {
+        self.packets_per_second / (1.0 - self.packet_loss_rate).max(f64::MIN_POSITIVE)
+    }
+
+    fn drops(&self) -> f64 {
+        self.arrivals() * self.packet_loss_rate
+    }
+}
+
+/// The packet loss of `side` over the drop rate of all `flows`, and the
+/// side's part of the arrivals.
+fn loss_over_queue(side: &[&Flow], flows: &[Flow]) -> (f64, f64) {
+    let arrivals = |fs: &mut dyn Iterator<Item = &Flow>| fs.map(Flow::arrivals).sum::<f64>();
+    let drops = |fs: &mut dyn Iterator<Item = &Flow>| fs.map(Flow::drops).sum::<f64>();
+    let queue_drop_rate = drops(&mut flows.iter()) / arrivals(&mut flows.iter());
+    let side_arrivals = arrivals(&mut side.iter().copied());
+    let side_loss = drops(&mut side.iter().copied()) / side_arrivals;
+    (side_loss / queue_drop_rate, side_arrivals / arrivals(&mut flows.iter()))
 }
 
 fn flows(summary: &Value) -> Result<Vec<Flow>, String> {
@@ -144,6 +184,8 @@ pub fn compare(summary: &Value, t_rto: f64) -> Result<Option<RunComparison>, Str
     let weight: f64 = weighted.iter().map(|f| f.weight).sum();
     let weighted_packets: f64 = weighted.iter().map(|f| f.packets_per_second).sum();
     let weighted_bps: f64 = weighted.iter().map(|f| f.throughput_bps).sum();
+    let (weighted_loss_over_queue, weighted_part_of_arrivals) = loss_over_queue(&weighted, &flows);
+    let (standard_loss_over_queue, _) = loss_over_queue(&standard, &flows);
     Ok(Some(RunComparison {
         standard_loss_event_rate: p,
         standard_losses_per_event: mean(standard.iter().map(|f| f.losses_per_event)),
@@ -154,6 +196,9 @@ pub fn compare(summary: &Value, t_rto: f64) -> Result<Option<RunComparison>, Str
         weighted_losses_per_event: mean(weighted.iter().map(|f| f.losses_per_event)),
         weighted_of_equation: weighted_packets / (weight * equation(weighted_rtt)),
         share_per_flowshare: weighted_bps / weight / mean(standard.iter().map(|f| f.throughput_bps)),
+        weighted_part_of_arrivals,
+        weighted_loss_over_queue,
+        standard_loss_over_queue,
     }))
 }
 
@@ -310,6 +355,28 @@ pub fn report(dir: &Path, t_rto: f64) -> Result<String, String> {
         );
         out.push_str(&relative.render());
     }
+
+    let mut drops = Table::new(&[
+        "cell",
+        "weighted's part of arrivals",
+        "weighted's loss over the queue's",
+        "peers' loss over the queue's",
+        "share per flowshare",
+    ]);
+    for (_, name, cell) in &order {
+        drops.row(vec![
+            name.to_string(),
+            show(cell.estimate(|r| r.weighted_part_of_arrivals), 3),
+            show(cell.estimate(|r| r.weighted_loss_over_queue), 2),
+            show(cell.estimate(|r| r.standard_loss_over_queue), 2),
+            show(cell.estimate(|r| r.share_per_flowshare), 3),
+        ]);
+    }
+    out.push_str(
+        "\nWhere the queue's drops fell: each side's packet loss over the queue's drop rate (all flows' lost packets \
+         over all that arrived), beside the weighted side's part of the arrivals a; a r_w + (1 - a) r_s = 1.\n\n",
+    );
+    out.push_str(&drops.render());
     Ok(out)
 }
 
@@ -354,6 +421,29 @@ mod tests {
         assert!((comparison.weighted_of_equation - 1.2).abs() < 1e-12);
         assert!((comparison.share_per_flowshare - 1.2 * QUIC_WIRE_BYTES / TCP_WIRE_BYTES).abs() < 1e-12);
         assert_eq!((comparison.weight, comparison.standard_losses_per_event), (4.0, 2.0));
+    }
+
+    /// A connection that loses twice its peers' part of its packets loses
+    /// more than the queue's average, they less, and weighted by their parts
+    /// of the arrivals the two ratios average to one.
+    #[test]
+    fn the_queue_s_drops_split_between_the_sides_by_their_arrivals() {
+        let run = summary(
+            "s",
+            vec![
+                flow("weighted", "quic", 1.0, 100.0, 0.01),
+                flow("standard", "tcp", 1.0, 150.0, 0.005),
+                flow("standard", "tcp", 1.0, 250.0, 0.005),
+            ],
+        );
+        let c = compare(&run, 4.0).expect("a valid summary").expect("both roles");
+        let (a, r_w, r_s) = (c.weighted_part_of_arrivals, c.weighted_loss_over_queue, c.standard_loss_over_queue);
+        // Packet loss 2 % against 1 %: arrivals 100 / 0.98 and 400 / 0.99.
+        let (weighted_in, standard_in) = (100.0 / 0.98, 400.0 / 0.99);
+        assert!((a - weighted_in / (weighted_in + standard_in)).abs() < 1e-12, "{a}");
+        assert!((r_w / r_s - 2.0).abs() < 1e-12, "{r_w} {r_s}");
+        assert!(r_w > 1.0 && r_s < 1.0);
+        assert!((a * r_w + (1.0 - a) * r_s - 1.0).abs() < 1e-12);
     }
 
     #[test]
@@ -413,7 +503,8 @@ mod tests {
         let control_row = report.lines().position(|l| l.contains("scorecard g n=1")).expect("the control's row");
         let cell_row = report.lines().position(|l| l.contains("scorecard g n=4")).expect("the cell's row");
         assert!(control_row < cell_row, "the control comes first:\n{report}");
-        let relative = report.lines().rev().find(|l| l.contains("scorecard g n=4")).expect("a relative row");
+        let relative_table = report.split("Over the group's control").nth(1).expect("the relative table");
+        let relative = relative_table.lines().find(|l| l.contains("scorecard g n=4")).expect("a relative row");
         let numbers: Vec<&str> = relative.split_whitespace().skip(3).collect();
         assert_eq!(numbers, ["1.250", "1.000", "1.250"], "{report}");
     }
