@@ -46,6 +46,12 @@ pub struct Layout {
 
 impl Layout {
     /// The layout under `dir`, created; with a qlog directory if `qlog`.
+    ///
+    /// What an earlier run in `dir` left in the directories whose files add
+    /// up instead of being replaced is removed first: iperf3 appends to its
+    /// `--logfile`, and qlogs and downloads are named per connection, so a
+    /// run repeated in the same directory (an interrupted campaign's
+    /// `--resume`) would read the killed run's report before its own.
     pub fn create(dir: &Path, qlog: bool) -> Result<Layout, String> {
         let layout = Layout {
             logs: dir.join("logs"),
@@ -55,6 +61,14 @@ impl Layout {
             downloads: dir.join("downloads"),
             iperf: dir.join("iperf3"),
         };
+        for stale in [dir.join("qlog"), layout.downloads.clone(), layout.iperf.clone()] {
+            match std::fs::remove_dir_all(&stale) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(format!("cannot remove {} of an earlier run: {e}", stale.display()));
+                }
+                _ => {}
+            }
+        }
         let always = [&layout.logs, &layout.root, &layout.certs, &layout.downloads, &layout.iperf];
         for path in always.into_iter().chain(&layout.qlog) {
             std::fs::create_dir_all(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -357,6 +371,28 @@ mod tests {
         let server = with.qlog_dir(3, "server").unwrap().expect("a qlog directory");
         assert_eq!(server, dir.join("with/qlog/flow-3-server"));
         assert!(server.is_dir());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An interrupted run's iperf3 report, qlog and download must not be
+    /// read as the repeated run's: iperf3 would append its report after
+    /// the old one, which is the one a JSON reader takes.
+    #[test]
+    fn a_run_repeated_in_its_directory_starts_without_the_earlier_run_s_reports() {
+        let dir = std::env::temp_dir().join(format!("flowshare-testbed-layout-again-{}", std::process::id()));
+        let first = Layout::create(&dir, true).unwrap();
+        let report = first.iperf.join("flow-1-receiver.json");
+        std::fs::write(&report, "{}").unwrap();
+        let qlog = first.qlog_dir(0, "server").unwrap().expect("a qlog directory").join("old.sqlog");
+        std::fs::write(&qlog, "").unwrap();
+        std::fs::write(first.download_dir(0), "").unwrap();
+        std::fs::write(first.logs.join("flow-0-server.log"), "").unwrap();
+
+        let again = Layout::create(&dir, false).unwrap();
+        assert!(!report.exists() && again.iperf.is_dir());
+        assert!(!dir.join("qlog").exists());
+        assert!(!again.download_dir(0).exists() && again.downloads.is_dir());
+        assert!(again.logs.join("flow-0-server.log").exists(), "logs are replaced file by file, not removed");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
