@@ -61,8 +61,9 @@ impl Layout {
             downloads: dir.join("downloads"),
             iperf: dir.join("iperf3"),
         };
-        for stale in [dir.join("qlog"), layout.downloads.clone(), layout.iperf.clone()] {
-            match std::fs::remove_dir_all(&stale) {
+        let any_qlog = dir.join("qlog");
+        for stale in [&any_qlog, &layout.downloads, &layout.iperf] {
+            match std::fs::remove_dir_all(stale) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(format!("cannot remove {} of an earlier run: {e}", stale.display()));
                 }

@@ -119,15 +119,10 @@ impl Flow {
     }
 }
 
-/// The packet loss of `side` over the drop rate of all `flows`, and the
-/// side's part of the arrivals.
-fn loss_over_queue(side: &[&Flow], flows: &[Flow]) -> (f64, f64) {
-    let arrivals = |fs: &mut dyn Iterator<Item = &Flow>| fs.map(Flow::arrivals).sum::<f64>();
-    let drops = |fs: &mut dyn Iterator<Item = &Flow>| fs.map(Flow::drops).sum::<f64>();
-    let queue_drop_rate = drops(&mut flows.iter()) / arrivals(&mut flows.iter());
-    let side_arrivals = arrivals(&mut side.iter().copied());
-    let side_loss = drops(&mut side.iter().copied()) / side_arrivals;
-    (side_loss / queue_drop_rate, side_arrivals / arrivals(&mut flows.iter()))
+/// Packets per second that `flows` brought to the bottleneck and that it
+/// dropped of them.
+fn arrivals_and_drops<'a>(flows: impl IntoIterator<Item = &'a Flow>) -> (f64, f64) {
+    flows.into_iter().fold((0.0, 0.0), |(arrivals, drops), flow| (arrivals + flow.arrivals(), drops + flow.drops()))
 }
 
 fn flows(summary: &Value) -> Result<Vec<Flow>, String> {
@@ -184,8 +179,10 @@ pub fn compare(summary: &Value, t_rto: f64) -> Result<Option<RunComparison>, Str
     let weight: f64 = weighted.iter().map(|f| f.weight).sum();
     let weighted_packets: f64 = weighted.iter().map(|f| f.packets_per_second).sum();
     let weighted_bps: f64 = weighted.iter().map(|f| f.throughput_bps).sum();
-    let (weighted_loss_over_queue, weighted_part_of_arrivals) = loss_over_queue(&weighted, &flows);
-    let (standard_loss_over_queue, _) = loss_over_queue(&standard, &flows);
+    let (all_arrivals, all_drops) = arrivals_and_drops(&flows);
+    let queue_drop_rate = all_drops / all_arrivals;
+    let (weighted_arrivals, weighted_drops) = arrivals_and_drops(weighted.iter().copied());
+    let (standard_arrivals, standard_drops) = arrivals_and_drops(standard.iter().copied());
     Ok(Some(RunComparison {
         standard_loss_event_rate: p,
         standard_losses_per_event: mean(standard.iter().map(|f| f.losses_per_event)),
@@ -196,9 +193,9 @@ pub fn compare(summary: &Value, t_rto: f64) -> Result<Option<RunComparison>, Str
         weighted_losses_per_event: mean(weighted.iter().map(|f| f.losses_per_event)),
         weighted_of_equation: weighted_packets / (weight * equation(weighted_rtt)),
         share_per_flowshare: weighted_bps / weight / mean(standard.iter().map(|f| f.throughput_bps)),
-        weighted_part_of_arrivals,
-        weighted_loss_over_queue,
-        standard_loss_over_queue,
+        weighted_part_of_arrivals: weighted_arrivals / all_arrivals,
+        weighted_loss_over_queue: weighted_drops / weighted_arrivals / queue_drop_rate,
+        standard_loss_over_queue: standard_drops / standard_arrivals / queue_drop_rate,
     }))
 }
 

@@ -134,8 +134,7 @@ pub fn campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign, Str
     if quick {
         paths.truncate(1);
     }
-    grid::pick_paths(&mut paths, options);
-    let groups = grid::narrowed_groups(&controllers, &peers, &paths, &weights, options)?;
+    let groups = grid::narrowed_groups(&controllers, &peers, paths, &weights, options)?;
     let seeds = match options.seeds {
         Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
         None if quick => Seeds { min: 2, max: 2, step: 1 },

@@ -242,7 +242,7 @@ pub fn refuse_unused(options: &Options, scorecard: &str, own: &[&str]) -> Result
 }
 
 /// Narrows `paths` to those of `--bandwidths` and `--rtt`.
-pub fn pick_paths(paths: &mut Vec<Path>, options: &Options) {
+fn pick_paths(paths: &mut Vec<Path>, options: &Options) {
     if let Some(rates) = &options.bandwidths_mbps {
         paths.retain(|path| rates.contains(&path.rate_mbps));
     }
@@ -268,21 +268,23 @@ pub fn check_controllers(controllers: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The groups of a grid's `controllers` x `peers` x `paths` on the queues
-/// `--queue` and `--buffers` leave (a quick grid: the first of them), or an
-/// error when the options leave no cell to run.
+/// The groups of a grid's `controllers` x `peers` x `paths`, narrowed by
+/// the options: the paths of `--bandwidths` and `--rtt`, the queues of
+/// `--queue` and `--buffers` (a quick grid: the first of them); an error
+/// when the options leave no cell to run.
 pub fn narrowed_groups(
     controllers: &[String],
     peers: &[String],
-    paths: &[Path],
+    mut paths: Vec<Path>,
     weights: &[f64],
     options: &Options,
 ) -> Result<Vec<Group>, String> {
+    pick_paths(&mut paths, options);
     let mut queues = queues(options.queue.as_deref(), options.buffers_bdp.as_deref());
     if options.quick {
         queues.truncate(1);
     }
-    let groups = groups(controllers, peers, paths, &queues, weights);
+    let groups = groups(controllers, peers, &paths, &queues, weights);
     if groups.is_empty() {
         return Err("the options leave no cell of the grid to run".into());
     }

@@ -84,12 +84,11 @@ pub fn lab_campaign(options: &Options, shard: Option<Shard>) -> Result<Campaign,
     if quick {
         paths.retain(|path| path.name == "small-20");
     }
-    grid::pick_paths(&mut paths, options);
     if let Some(duration_s) = options.duration_s {
         paths.iter_mut().for_each(|path| path.duration_s = duration_s);
     }
     grid::check_controllers(&controllers)?;
-    let groups = grid::narrowed_groups(&controllers, &peers, &paths, &weights, options)?;
+    let groups = grid::narrowed_groups(&controllers, &peers, paths, &weights, options)?;
     let seeds = match options.seeds {
         Some(seeds) => Seeds { min: seeds, max: seeds, step: 1 },
         None => Seeds { min: 4, max: SEED_LIMIT, step: 4 },
