@@ -427,31 +427,6 @@ impl Progress {
     }
 }
 
-/// The order to run a round's runs in, given each run's cell in job order
-/// (a cell's runs together): every cell's first run, then every cell's
-/// second, and so on, so that the runs a ratio compares (a cell's and its
-/// control's) go on side by side through the round. The testbed is not
-/// steady over an hour: on 2026-12-07 one machine's paced control against
-/// Linux CUBIC took 4.27-4.79 Mbit/s over its first 40 minutes and
-/// 4.66-5.19 an hour later on the same seeds, while the N = 2 cell beside
-/// it stayed at 7.6-8.6; run cell after cell, such a drift falls between
-/// a control and its cells and biases their ratio, where interleaved it
-/// only widens both intervals.
-fn interleaved(cells: &[&str]) -> Vec<usize> {
-    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let rank: Vec<usize> = cells
-        .iter()
-        .map(|cell| {
-            let count = seen.entry(cell).or_default();
-            *count += 1;
-            *count - 1
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..cells.len()).collect();
-    order.sort_by_key(|&position| rank[position]);
-    order
-}
-
 /// Runs the campaign through the testbed, `execution.jobs` runs at a time;
 /// each run's files go under `out/runs/`. With `execution.resume`, a run an
 /// earlier invocation finished in the same directory (same scenario and
@@ -508,9 +483,6 @@ pub fn run(
             }
             pending.push((k, case, dir, scenario));
         }
-        let order = interleaved(&pending.iter().map(|(_, case, _, _)| case.name.as_str()).collect::<Vec<_>>());
-        let mut slots: Vec<Option<_>> = pending.into_iter().map(Some).collect();
-        let pending: Vec<_> = order.into_iter().filter_map(|position| slots[position].take()).collect();
         let to_run = pending.len();
         let next = AtomicUsize::new(0);
         // Set by the first worker that fails, so that the others start no
@@ -641,13 +613,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn a_round_runs_every_cell_s_first_seed_before_any_cell_s_second() {
-        assert_eq!(interleaved(&["control", "control", "n-2", "n-2", "n-4"]), [0, 2, 4, 1, 3]);
-        assert_eq!(interleaved(&["n-8", "n-8", "n-8"]), [0, 1, 2]);
-        assert!(interleaved(&[]).is_empty());
     }
 
     #[test]
