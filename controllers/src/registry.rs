@@ -18,7 +18,7 @@
 //! | `mcompound` | - | - | window | `group` (required), the keys of `ctcp` ([`crate::mcompound`]) |
 //! | `pa-multcp` | [0.01, 256] ((0, 256] with `probe=reno`) | yes | window | `n`, `assign`, `probe`, `cap`, `pacing`, `split`, `thinning`, `yield_by`, `whole_packets` ([`crate::pa_multcp`]) |
 //! | `mulcubic` | [0.01, 256] | yes | window | `n`, `decrease`, `pacing`, `thinning`, `ack_delay`, `whole_packets`, `yield_by`, `loops` ([`crate::mulcubic`]) |
-//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `pacing` ([`crate::multfrc`]) |
+//! | `multfrc` | (0, 256] | yes | rate | `n`, `b`, `t_mbi`, `t_rto`, `flows_hit`, `thinning`, `thin_exponent`, `pacing` ([`crate::multfrc`]) |
 
 use std::str::FromStr;
 use std::sync::Arc;

@@ -512,6 +512,7 @@ fn spec_keys_parse_and_print_back() {
         "multfrc:n=2.5,t_mbi=8",
         "multfrc:n=1,b=2,t_mbi=60",
         "multfrc:n=8,t_rto=4,pacing=even",
+        "multfrc:n=0.5,thin_exponent=0",
     ];
     for text in canonical {
         let spec: Spec = text.parse().unwrap();
@@ -531,8 +532,29 @@ fn bad_specs_name_the_key_and_the_accepted_range() {
     assert!(error("multfrc:b=3").contains("b = 3 is out of range; accepted range [1, 2]"));
     assert!(error("multfrc:t_mbi=0.5").contains("t_mbi = 0.5 is out of range; accepted range [1, 3600]"));
     assert!(error("multfrc:t_rto=0.5").contains("t_rto = 0.5 is out of range; accepted range [1, 16]"));
+    assert!(error("multfrc:thin_exponent=2").contains("thin_exponent = 2 is out of range; accepted range [0, 1]"));
     assert!(error("multfrc:j=2")
-        .contains("j is not a known key (accepted: n, b, t_mbi, t_rto, flows_hit, thinning, pacing)"));
+        .contains("j is not a known key (accepted: n, b, t_mbi, t_rto, flows_hit, thinning, thin_exponent, pacing)"));
+}
+
+#[test]
+fn a_scavenger_answers_the_crowded_loss_event_rate_and_a_flow_its_own() {
+    let calculated = |spec: &str| after_first_loss(spec).controller.snapshot().number("calculated_rate").unwrap();
+    let (plain, crowded) = ("multfrc:n=0.5,t_rto=4,thin_exponent=0", "multfrc:n=0.5,t_rto=4");
+    // The same history (its one seeded event lost one packet: no thinning
+    // to undo), answered at 0.5^0.2 of its loss event rate.
+    let host = after_first_loss(crowded);
+    let p = host.controller.loss_intervals.loss_event_rate().unwrap();
+    assert_eq!(after_first_loss(plain).controller.loss_intervals.loss_event_rate(), Some(p));
+    let expected = 1000.0 * host.controller.equation().packets_per_second(p * 0.5f64.powf(0.2));
+    assert_close(calculated(crowded), expected);
+    assert!(calculated(crowded) > 1.05 * calculated(plain), "{} {}", calculated(crowded), calculated(plain));
+    // One flowshare, and the paper's own loss event rate, are left alone.
+    assert_eq!(calculated("multfrc:n=1,thin_exponent=0.5"), calculated("multfrc:n=1"));
+    assert_eq!(
+        calculated("multfrc:n=0.5,thinning=paper,thin_exponent=0.5"),
+        calculated("multfrc:n=0.5,thinning=paper")
+    );
 }
 
 fn check_rate(controller: &MulTfrc) -> Result<(), TestCaseError> {
