@@ -258,8 +258,8 @@ pub fn full_flow_loss_event_rate(n: f64, p: f64, j: f64) -> f64 {
 /// and took 0.98, 0.935, 0.85 and 0.72 of n times its control; at RED,
 /// which drops every packet alike, it lost what its peers did and held.
 /// The exponent is measured, not derived: 0.2 brings those drop-tail cells
-/// to 1.00-1.02 (lab/README.md, "MulTFRC's half flowshare on the same
-/// path"). 0 (or `n >= 1`) leaves `p` as it is.
+/// to 0.98-1.02 (lab/README.md, "The scavenger's crowding, and
+/// `thin_exponent`"). 0 (or `n >= 1`) leaves `p` as it is.
 pub fn crowded_loss_event_rate(n: f64, p: f64, exponent: f64) -> f64 {
     if !(n > 0.0 && n < 1.0) {
         return p;

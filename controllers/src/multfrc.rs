@@ -39,14 +39,11 @@
 //!   ([`crate::equations::full_flow_loss_event_rate`], from `p` and `j`).
 //!   With its own rate, as paper 004 (`thinning=paper`), MulTFRC(0.5) took
 //!   0.79-0.87 of its share in the lab's scorecard.
-//!   That model takes the sender's packets for a random fraction of the
-//!   full flow's; at a full drop-tail queue among ack-clocked peers a thin
-//!   paced stream is dropped more often per packet than the full flow (the
-//!   lab: 0.61 of its Reno peers' share at n = 1, 0.77 at 0.5, 1.13 at
-//!   0.25), so the full flow's rate is further scaled by
-//!   `n^thin_exponent`, 0.2 by default, a measured factor
-//!   ([`crate::equations::crowded_loss_event_rate`]); `thin_exponent=0`
-//!   leaves the model alone.
+//!   A full drop-tail queue drops a thin paced stream more often per
+//!   packet than that model assumes, so the full flow's rate is further
+//!   scaled by `n^thin_exponent`, 0.2 by default, a measured factor
+//!   ([`crate::equations::crowded_loss_event_rate`] has the measurements);
+//!   `thin_exponent=0` leaves the model alone.
 //! * **Receive rate `X_recv`**: the bytes acknowledged over a measurement
 //!   interval of at least one smoothed RTT, divided by its length, as a TFRC
 //!   receiver measures the rate of the last RTT (RFC 5348 section 6.2). An
@@ -209,7 +206,6 @@ pub use crate::thinning::Thinning;
 pub use config::FlowsHit;
 pub use config::MulTfrcConfig;
 pub use config::B_RANGE;
-pub use config::THIN_EXPONENT_RANGE;
 pub use config::T_MBI_RANGE;
 
 /// The congestion window is this many times `X` times the smoothed RTT.

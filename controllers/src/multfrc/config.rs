@@ -105,11 +105,10 @@ impl MulTfrcConfig {
     /// their loss event rate rises (testbed/README.md), which a larger
     /// charge would match and the lab's peers do not.
     pub const DEFAULT_T_RTO: f64 = 2.0;
-    /// The default `thin_exponent`: measured on the testbed's path in the
-    /// lab, where against 4 unpaced Reno flows it brings MulTFRC(0.5) and
-    /// (0.25) from 0.935 and 0.72 of n times the control to 1.02 and 1.01;
-    /// among the paper's 200 flows, where no crowding shows, it overshoots
-    /// by up to 13 % (controllers/README.md, `thin_exponent`).
+    /// The default `thin_exponent`, measured on the testbed's path in the
+    /// lab ([`crate::equations::crowded_loss_event_rate`]); among the
+    /// paper's 200 flows it overshoots (controllers/README.md,
+    /// `thin_exponent`).
     pub const DEFAULT_THIN_EXPONENT: f64 = 0.2;
 
     /// MulTFRC(n) with the defaults.
